@@ -1,0 +1,22 @@
+public import ArgumentParser
+
+/// The suite's exit codes (`../shared/CONVENTIONS.md`), shared by every app.
+public enum ExitStatus: Int32, Sendable, CaseIterable {
+    /// Success; an empty search result is a success.
+    case success = 0
+    /// An error not covered below (an input could not be read, a 5xx from the server, ...).
+    case failure = 1
+    /// The thing asked for does not exist (key, reservation, product).
+    case notFound = 3
+    /// `scan`: some readable input had no symbol or no text.
+    case nothingFound = 4
+    /// Usage error.
+    case usage = 64
+    /// Stopped by SIGINT after a clean shutdown.
+    case interrupted = 130
+    /// Stopped by SIGTERM after a clean shutdown.
+    case terminated = 143
+
+    /// The ArgumentParser exit code for this status.
+    public var exitCode: ExitCode { ExitCode(rawValue) }
+}

@@ -1,0 +1,56 @@
+# Shopfloor: one Makefile for the whole workspace. `make help` lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+SWIFT ?= swift
+# Every SwiftPM package under Packages/ is tested on its own, then the root package.
+PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/Package.swift))))
+export SHOPFLOOR_CORPUS ?= $(abspath $(CURDIR)/../shared/corpus)
+# libtesseract uses OpenMP; our engines are pooled per thread, so one OpenMP thread each.
+export OMP_THREAD_LIMIT ?= 1
+
+.PHONY: help deps build test demo bench format release clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 10
+
+deps: ## install missing Debian packages (apt-get) and pinned source builds
+	@scripts/deps.sh
+
+build: deps ## release build of every app (binaries in `swift build -c release --show-bin-path`)
+	$(SWIFT) build -c release
+	@echo "binaries in $$($(SWIFT) build -c release --show-bin-path)"
+
+test: deps ## every package's tests, then the root package's integration tests
+	@failed=(); \
+	for p in $(PACKAGES); do \
+	  echo "==> swift test: Packages/$$p"; \
+	  $(SWIFT) test --package-path Packages/$$p || failed+=("Packages/$$p"); \
+	done; \
+	echo "==> swift test: root package (apps and integration tests)"; \
+	$(SWIFT) test || failed+=("root package"); \
+	if (( $${#failed[@]} )); then echo "error: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
+	echo "all test suites passed: $(PACKAGES) root"
+
+demo: deps build ## the suite's main job on the embedded defaults
+	@scripts/demo.sh "$$($(SWIFT) build -c release --show-bin-path)"
+
+bench: deps build ## package-benchmark suites, then comparisons against the tools users pick instead
+	cd Benchmarks && $(SWIFT) package --disable-sandbox benchmark --no-progress
+	@for s in Benchmarks/compare/*.sh; do \
+	  [[ -e "$$s" ]] || continue; \
+	  echo "==> $$s"; \
+	  bash "$$s" "$$($(SWIFT) build -c release --show-bin-path)"; \
+	done
+
+format: ## format all Swift sources with swift-format and .swift-format
+	$(SWIFT) format --in-place --recursive --configuration .swift-format \
+	  Package.swift Apps Tests Packages Benchmarks/Package.swift Benchmarks/Benchmarks
+
+release: deps ## release build with the Swift standard library linked statically
+	$(SWIFT) build -c release --static-swift-stdlib
+	@echo "binaries in $$($(SWIFT) build -c release --show-bin-path)"
+
+clean: ## remove build products
+	rm -rf .build .build-* Benchmarks/.build $(foreach p,$(PACKAGES),Packages/$(p)/.build) .deps

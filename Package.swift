@@ -1,0 +1,47 @@
+// swift-tools-version: 6.1
+// The root package: the suite's thin command-line apps and the integration tests that run
+// across packages. Each capability lives in its own package under Packages/.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Shopfloor",
+    platforms: [.macOS(.v15)],
+    products: [
+        // Apps add their `.executable` products here.
+    ],
+    dependencies: [
+        .package(path: "Packages/Models"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Apps add `.package(path: "Packages/<Name>")` here.
+    ],
+    targets: [
+        // Shared by every app: suite version, exit codes, common flags, stderr messages.
+        .target(
+            name: "CommandSupport",
+            dependencies: [
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/CommandSupport",
+            swiftSettings: swiftSettings
+        ),
+        // Apps add `.executableTarget(name: "<app>", path: "Apps/<app>", ...)` here.
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "CommandSupport",
+                .product(name: "Models", package: "Models"),
+            ],
+            path: "Tests/IntegrationTests",
+            resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)
