@@ -1,0 +1,40 @@
+// swift-tools-version: 6.1
+// SharedDefaults: a file-backed app-group store that every Shopfloor tool shares safely across
+// processes (atomic read-modify-write, durable commits, inotify change observation).
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "SharedDefaults",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "SharedDefaults", targets: ["SharedDefaults"]),
+        // Used by the tests (and the benchmark comparison) as a real second process.
+        .executable(name: "SharedDefaultsStressTool", targets: ["SharedDefaultsStressTool"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+    ],
+    targets: [
+        .target(
+            name: "SharedDefaults",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "SharedDefaultsStressTool",
+            dependencies: ["SharedDefaults", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SharedDefaultsTests",
+            dependencies: ["SharedDefaults", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

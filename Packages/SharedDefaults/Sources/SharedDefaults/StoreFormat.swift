@@ -1,0 +1,319 @@
+import Foundation
+
+/// The on-disk form of a store (documented in the package README, "On-disk format").
+///
+/// A 32-byte header, all integers little-endian:
+///
+/// | offset | size | field |
+/// |---|---|---|
+/// | 0 | 4 | magic `SFDS` |
+/// | 4 | 2 | format version (1) |
+/// | 6 | 2 | flags (0) |
+/// | 8 | 8 | generation: strictly increasing per commit |
+/// | 16 | 8 | payload length in bytes |
+/// | 24 | 4 | CRC-32 (IEEE) of the payload |
+/// | 28 | 4 | CRC-32 of header bytes 0..<28 |
+///
+/// then the payload: one tagged value, the top-level dictionary. Tags: 1 string (u32 byte
+/// count, UTF-8), 2 int (i64), 3 double (IEEE bits, u64), 4 false, 5 true, 6 date (seconds
+/// since 2001-01-01 as IEEE bits, u64, exactly `Date.timeIntervalSinceReferenceDate`), 7 data
+/// (u32 count, bytes), 8 array (u32 count, values), 9 dictionary (u32 count, then per entry a
+/// u32 key byte count, key UTF-8, value; keys sorted by their UTF-8 bytes).
+enum StoreFormat {
+    static let magic: [UInt8] = Array("SFDS".utf8)
+    static let version: UInt16 = 1
+    static let headerSize = 32
+    static let maximumDepth = 128
+
+    struct Header: Equatable {
+        var generation: UInt64
+        var payloadLength: UInt64
+        var payloadCRC: UInt32
+    }
+
+    enum Tag: UInt8 {
+        case string = 1, int, double, boolFalse, boolTrue, date, data, array, dictionary
+    }
+
+    // MARK: Encoding
+
+    static func encode(_ values: [String: DefaultsValue], generation: UInt64) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(headerSize + 64 + values.count * 32)
+        out.append(contentsOf: [UInt8](repeating: 0, count: headerSize))
+        encodeDictionary(values, into: &out)
+        let payloadLength = UInt64(out.count - headerSize)
+        let payloadCRC = out.withUnsafeBytes {
+            CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[headerSize...]))
+        }
+        var header: [UInt8] = magic
+        appendLE(version, into: &header)
+        appendLE(UInt16(0), into: &header)
+        appendLE(generation, into: &header)
+        appendLE(payloadLength, into: &header)
+        appendLE(payloadCRC, into: &header)
+        let headerCRC = header.withUnsafeBytes { CRC32.checksum($0) }
+        appendLE(headerCRC, into: &header)
+        out.replaceSubrange(0..<headerSize, with: header)
+        return out
+    }
+
+    @inline(__always)
+    static func appendLE<T: FixedWidthInteger>(_ value: T, into out: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
+    }
+
+    private static func appendString(_ string: String, into out: inout [UInt8]) {
+        var string = string
+        string.withUTF8 { utf8 in
+            appendLE(UInt32(utf8.count), into: &out)
+            out.append(contentsOf: utf8)
+        }
+    }
+
+    private static func encodeDictionary(_ entries: [String: DefaultsValue], into out: inout [UInt8]) {
+        out.append(Tag.dictionary.rawValue)
+        appendLE(UInt32(entries.count), into: &out)
+        // Sorted so the same values always give the same bytes.
+        for (key, value) in entries.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            appendString(key, into: &out)
+            encodeValue(value, into: &out)
+        }
+    }
+
+    private static func encodeValue(_ value: DefaultsValue, into out: inout [UInt8]) {
+        switch value {
+        case .string(let string):
+            out.append(Tag.string.rawValue)
+            appendString(string, into: &out)
+        case .int(let int):
+            out.append(Tag.int.rawValue)
+            appendLE(Int64(int), into: &out)
+        case .double(let double):
+            out.append(Tag.double.rawValue)
+            appendLE(double.bitPattern, into: &out)
+        case .bool(let bool):
+            out.append(bool ? Tag.boolTrue.rawValue : Tag.boolFalse.rawValue)
+        case .date(let date):
+            out.append(Tag.date.rawValue)
+            appendLE(date.timeIntervalSinceReferenceDate.bitPattern, into: &out)
+        case .data(let data):
+            out.append(Tag.data.rawValue)
+            appendLE(UInt32(data.count), into: &out)
+            out.append(contentsOf: data)
+        case .array(let elements):
+            out.append(Tag.array.rawValue)
+            appendLE(UInt32(elements.count), into: &out)
+            for element in elements { encodeValue(element, into: &out) }
+        case .dictionary(let entries):
+            encodeDictionary(entries, into: &out)
+        }
+    }
+
+    // MARK: Decoding
+
+    /// Why bytes are not a valid store.
+    struct Invalid: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func decodeHeader(_ bytes: UnsafeRawBufferPointer) throws(Invalid) -> Header {
+        guard bytes.count >= headerSize else {
+            throw Invalid(description: "file is \(bytes.count) bytes, shorter than the header")
+        }
+        guard bytes.prefix(4).elementsEqual(magic) else {
+            throw Invalid(description: "bad magic (not a SharedDefaults store)")
+        }
+        let headerCRC = readLE(UInt32.self, bytes, 28)
+        guard CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28])) == headerCRC else {
+            throw Invalid(description: "header checksum mismatch")
+        }
+        let version = readLE(UInt16.self, bytes, 4)
+        guard version == Self.version else {
+            throw Invalid(description: "unsupported format version \(version)")
+        }
+        return Header(
+            generation: readLE(UInt64.self, bytes, 8),
+            payloadLength: readLE(UInt64.self, bytes, 16),
+            payloadCRC: readLE(UInt32.self, bytes, 24)
+        )
+    }
+
+    struct Decoded {
+        var header: Header
+        var values: [String: DefaultsValue]
+    }
+
+    /// Decodes the first `count` bytes of `bytes`.
+    static func decode(_ bytes: [UInt8], count: Int) -> Result<Decoded, Invalid> {
+        bytes.withUnsafeBytes { buffer in
+            do {
+                return .success(try decode(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
+            } catch let error as Invalid {
+                return .failure(error)
+            } catch {
+                return .failure(Invalid(description: "\(error)"))
+            }
+        }
+    }
+
+    /// Decodes just a header.
+    static func decodeHeader(_ bytes: [UInt8]) -> Result<Header, Invalid> {
+        bytes.withUnsafeBytes { buffer in
+            do {
+                return .success(try decodeHeader(buffer))
+            } catch let error as Invalid {
+                return .failure(error)
+            } catch {
+                return .failure(Invalid(description: "\(error)"))
+            }
+        }
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws(Invalid) -> Decoded {
+        let header = try decodeHeader(bytes)
+        guard header.payloadLength == UInt64(bytes.count - headerSize) else {
+            throw Invalid(
+                description:
+                    "payload is \(bytes.count - headerSize) bytes, header says \(header.payloadLength)"
+            )
+        }
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[headerSize...])
+        guard CRC32.checksum(payload) == header.payloadCRC else {
+            throw Invalid(description: "payload checksum mismatch")
+        }
+        var reader = Reader(bytes: payload)
+        guard case .dictionary(let values) = try reader.value(depth: 0) else {
+            throw Invalid(description: "top level is not a dictionary")
+        }
+        guard reader.offset == payload.count else {
+            throw Invalid(description: "trailing bytes after the payload")
+        }
+        return Decoded(header: header, values: values)
+    }
+
+    @inline(__always)
+    static func readLE<T: FixedWidthInteger>(_: T.Type, _ bytes: UnsafeRawBufferPointer, _ at: Int) -> T {
+        T(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: T.self))
+    }
+
+    private struct Reader {
+        let bytes: UnsafeRawBufferPointer
+        var offset = 0
+
+        mutating func need(_ count: Int) throws(Invalid) {
+            guard count >= 0, bytes.count - offset >= count else {
+                throw Invalid(description: "truncated payload at byte \(offset)")
+            }
+        }
+
+        mutating func integer<T: FixedWidthInteger>(_: T.Type) throws(Invalid) -> T {
+            try need(MemoryLayout<T>.size)
+            let value = StoreFormat.readLE(T.self, bytes, offset)
+            offset += MemoryLayout<T>.size
+            return value
+        }
+
+        mutating func count() throws(Invalid) -> Int {
+            let count = Int(try integer(UInt32.self))
+            // Every element takes at least one byte, so a larger count is corrupt.
+            try need(count)
+            return count
+        }
+
+        mutating func string() throws(Invalid) -> String {
+            let count = try count()
+            let string = String(
+                decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]),
+                as: UTF8.self
+            )
+            offset += count
+            return string
+        }
+
+        mutating func value(depth: Int) throws(Invalid) -> DefaultsValue {
+            guard depth < StoreFormat.maximumDepth else {
+                throw Invalid(description: "values nested too deeply")
+            }
+            let rawTag = try integer(UInt8.self)
+            guard let tag = Tag(rawValue: rawTag) else {
+                throw Invalid(description: "unknown value tag \(rawTag) at byte \(offset - 1)")
+            }
+            switch tag {
+            case .string: return .string(try string())
+            case .int: return .int(Int(truncatingIfNeeded: try integer(Int64.self)))
+            case .double: return .double(Double(bitPattern: try integer(UInt64.self)))
+            case .boolFalse: return .bool(false)
+            case .boolTrue: return .bool(true)
+            case .date:
+                return .date(
+                    Date(timeIntervalSinceReferenceDate: Double(bitPattern: try integer(UInt64.self)))
+                )
+            case .data:
+                let count = try count()
+                let data = Data(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
+                offset += count
+                return .data(data)
+            case .array:
+                let count = try count()
+                var elements: [DefaultsValue] = []
+                elements.reserveCapacity(count)
+                for _ in 0..<count { elements.append(try value(depth: depth + 1)) }
+                return .array(elements)
+            case .dictionary:
+                let count = try count()
+                var entries: [String: DefaultsValue] = [:]
+                entries.reserveCapacity(count)
+                for _ in 0..<count {
+                    let key = try string()
+                    entries[key] = try value(depth: depth + 1)
+                }
+                return .dictionary(entries)
+            }
+        }
+    }
+}
+
+/// CRC-32 (IEEE 802.3, as zlib), slicing-by-8.
+enum CRC32 {
+    static let tables: [[UInt32]] = {
+        var tables = [[UInt32]](repeating: [UInt32](repeating: 0, count: 256), count: 8)
+        for index in 0..<256 {
+            var crc = UInt32(index)
+            for _ in 0..<8 { crc = (crc & 1) != 0 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+            tables[0][index] = crc
+        }
+        for index in 0..<256 {
+            var crc = tables[0][index]
+            for slice in 1..<8 {
+                crc = tables[0][Int(crc & 0xFF)] ^ (crc >> 8)
+                tables[slice][index] = crc
+            }
+        }
+        return tables
+    }()
+    static let flat: [UInt32] = tables.flatMap { $0 }
+
+    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        flat.withUnsafeBufferPointer { table in
+            var index = 0
+            let count = bytes.count
+            while count - index >= 8 {
+                let low = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt32.self)) ^ crc
+                let high = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: index + 4, as: UInt32.self))
+                crc =
+                    table[7 * 256 + Int(low & 0xFF)] ^ table[6 * 256 + Int((low >> 8) & 0xFF)]
+                    ^ table[5 * 256 + Int((low >> 16) & 0xFF)] ^ table[4 * 256 + Int(low >> 24)]
+                    ^ table[3 * 256 + Int(high & 0xFF)] ^ table[2 * 256 + Int((high >> 8) & 0xFF)]
+                    ^ table[1 * 256 + Int((high >> 16) & 0xFF)] ^ table[Int(high >> 24)]
+                index += 8
+            }
+            while index < count {
+                crc = table[Int((crc ^ UInt32(bytes[index])) & 0xFF)] ^ (crc >> 8)
+                index += 1
+            }
+        }
+        return ~crc
+    }
+}
