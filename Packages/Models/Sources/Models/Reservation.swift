@@ -145,6 +145,12 @@ extension Reservation {
             public let from: Status
             /// The state that was asked for.
             public let to: Status
+
+            /// The error for moving from `from` to `to`.
+            public init(from: Status, to: Status) {
+                self.from = from
+                self.to = to
+            }
             /// `cannot go from completed to cancelled (completed is final)`.
             public var description: String {
                 let allowed = Status.transitions[from, default: []]
