@@ -157,7 +157,7 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
     /// Decodes and validates a store; unknown keys are ignored.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        id = try c.decode(UUID.self, forKey: .id)
+        id = try c.decodeUUID(.id)
         name = try c.decode(String.self, forKey: .name)
         timeZone = try c.decode(String.self, forKey: .timeZone)
         market = try c.decode(String.self, forKey: .market)

@@ -55,8 +55,10 @@ public struct ConfirmationCode: Sendable, Hashable, Comparable, CustomStringConv
     /// Throws when it does not have 8 symbols, uses a symbol outside the alphabet, or its check
     /// symbol does not match.
     public init(_ text: String) throws(ValidationError) {
-        var values: [UInt8] = []
-        values.reserveCapacity(8)
+        // One pass over the bytes into a packed UInt64; no intermediate arrays.
+        var raw: UInt64 = 0
+        var count = 0
+        var check: UInt8 = 0
         for byte in text.utf8 {
             if byte == UInt8(ascii: "-") || byte == UInt8(ascii: " ") { continue }
             guard let value = Self.value(of: byte) else {
@@ -64,20 +66,22 @@ public struct ConfirmationCode: Sendable, Hashable, Comparable, CustomStringConv
                     field: "confirmationCode", code: .invalidFormat,
                     reason: "\"\(text.prefix(40))\" has a character outside Crockford Base32")
             }
-            values.append(value)
-            if values.count > 8 { break }
+            count += 1
+            if count > 8 { break }
+            raw = raw << 5 | UInt64(value)
+            check = count < 8 ? Self.timesAlpha(check ^ value) : check ^ value
         }
-        guard values.count == 8 else {
+        guard count == 8 else {
             throw ValidationError(
                 field: "confirmationCode", code: .invalidFormat,
                 reason: "\"\(text.prefix(40))\" does not have 8 symbols (XXXX-XXXX)")
         }
-        guard Self.checkSymbol(for: values[0..<7]) == values[7] else {
+        guard check == 0 else {
             throw ValidationError(
                 field: "confirmationCode", code: .invalidCheckDigit,
                 reason: "\"\(text.prefix(40))\" has a wrong check symbol (mistyped?)")
         }
-        rawValue = values.reduce(0) { $0 << 5 | UInt64($1) }
+        rawValue = raw
     }
 
     /// Reads a reservation pass QR payload: the bare code, or `shopfloor://reservations/CODE`
@@ -97,15 +101,24 @@ public struct ConfirmationCode: Sendable, Hashable, Comparable, CustomStringConv
     }
 
     /// The 8 symbols without a hyphen, e.g. `7K3M9QXB`.
-    public var compact: String {
-        String(decoding: (0..<8).map { Self.alphabet[Int(rawValue >> (5 * (7 - $0)) & 31)] }, as: UTF8.self)
-    }
+    public var compact: String { render(hyphen: false) }
 
     /// The printed form, `XXXX-XXXX`.
-    public var description: String {
-        var bytes = (0..<8).map { Self.alphabet[Int(rawValue >> (5 * (7 - $0)) & 31)] }
-        bytes.insert(UInt8(ascii: "-"), at: 4)
-        return String(decoding: bytes, as: UTF8.self)
+    public var description: String { render(hyphen: true) }
+
+    private func render(hyphen: Bool) -> String {
+        String(unsafeUninitializedCapacity: 9) { buffer in
+            var out = 0
+            for index in 0..<8 {
+                if hyphen, index == 4 {
+                    buffer[out] = UInt8(ascii: "-")
+                    out += 1
+                }
+                buffer[out] = Self.alphabet[Int(rawValue >> (5 * (7 - index)) & 31)]
+                out += 1
+            }
+            return out
+        }
     }
 
     /// The payload for a reservation pass QR code: `shopfloor://reservations/XXXX-XXXX`.

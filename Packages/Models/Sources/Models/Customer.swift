@@ -63,7 +63,7 @@ public struct Customer: Sendable, Hashable, Codable, Identifiable {
     /// Decodes and validates a customer; unknown keys are ignored.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        id = try c.decode(UUID.self, forKey: .id)
+        id = try c.decodeUUID(.id)
         version = try c.decode(Int.self, forKey: .version)
         givenName = try c.decode(String.self, forKey: .givenName)
         familyName = try c.decode(String.self, forKey: .familyName)
@@ -78,7 +78,7 @@ public struct Customer: Sendable, Hashable, Codable, Identifiable {
     /// Encodes the customer; absent optionals are left out.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
+        try c.encodeUUID(id, forKey: .id)
         try c.encode(version, forKey: .version)
         try c.encode(givenName, forKey: .givenName)
         try c.encode(familyName, forKey: .familyName)

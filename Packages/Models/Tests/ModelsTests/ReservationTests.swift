@@ -137,6 +137,26 @@ struct ReservationTests {
         #expect(throws: DecodingError.self) { try JSONDecoder.shopfloor.decode(Reservation.self, from: Data(badID.utf8)) }
     }
 
+    @Test("ids are UUID strings: any case in, Foundation's uppercase form out", arguments: 0..<20)
+    func uuids(seed: Int) throws {
+        let id = UUID()
+        var reservation = try Self.make()
+        reservation.id = id
+        let json = String(decoding: try JSONEncoder.shopfloor.encode(reservation), as: UTF8.self)
+        #expect(json.contains(#""id":"\#(id.uuidString)""#))
+        let lower = json.replacingOccurrences(of: id.uuidString, with: id.uuidString.lowercased())
+        #expect(try JSONDecoder.shopfloor.decode(Reservation.self, from: Data(lower.utf8)).id == id)
+    }
+
+    @Test(
+        "malformed ids are rejected naming the field",
+        arguments: ["3F2504E0-4F89-41D3-9A0C-0305E82C330", "3F2504E0-4F89-41D3-9A0C-0305E82C33011", "3F2504E0X4F89-41D3-9A0C-0305E82C3301",
+                    "3F2504E0-4F89-41D3-9A0C-0305E82C330G", "", "{3F2504E0-4F89-41D3-9A0C-0305E82C3301}"])
+    func badIDs(id: String) throws {
+        let error = try decodeFailure(Reservation.self, Self.valid.replacingOccurrences(of: "3F2504E0-4F89-41D3-9A0C-0305E82C3301", with: id))
+        #expect(error.field == "id")
+    }
+
     @Test("a reservation round-trips and encodes camelCase keys in sorted order")
     func encoding() throws {
         var reservation = try Self.make()
