@@ -1,0 +1,66 @@
+// swift-tools-version: 6.1
+// Scanner: barcodes (libzbar and ZXing-C++) from images decoded through leptonica and libpng.
+// ZXing-C++ 3.1.1 is a pinned source build that `make deps` (scripts/deps.d/zxing.sh)
+// installs into <repo>/.deps; set SHOPFLOOR_ZXING_PREFIX to use another install.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let zxingPrefix =
+    Context.environment["SHOPFLOOR_ZXING_PREFIX"]
+    ?? "\(Context.packageDirectory)/../../.deps/zxing-cpp-3.1.1"
+
+let package = Package(
+    name: "Scanner",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Scanner", targets: ["Scanner"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+    ],
+    targets: [
+        // libzbar, through its own header.
+        .systemLibrary(
+            name: "CZBar",
+            pkgConfig: "zbar",
+            providers: [.apt(["libzbar-dev"])]
+        ),
+        // Image files to pixels: PNG through libpng with our own error handlers (libpng
+        // would print to stderr otherwise), every other format through leptonica, silenced.
+        .target(
+            name: "CImageIO",
+            linkerSettings: [.linkedLibrary("lept"), .linkedLibrary("png16")]
+        ),
+        // ZXing-C++ behind a small self-contained C header; only this target sees ZXing's.
+        .target(
+            name: "CZXingShim",
+            cSettings: [.unsafeFlags(["-I\(zxingPrefix)/include"])],
+            // The whole static archive: SwiftPM puts libraries before the objects that use them.
+            linkerSettings: [
+                .unsafeFlags([
+                    "-Xlinker", "--whole-archive", "\(zxingPrefix)/lib/libZXing.a",
+                    "-Xlinker", "--no-whole-archive",
+                ]),
+                .linkedLibrary("stdc++"),
+            ]
+        ),
+        .target(
+            name: "Scanner",
+            dependencies: [
+                "CZBar", "CImageIO", "CZXingShim",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ScannerTests",
+            dependencies: ["Scanner"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

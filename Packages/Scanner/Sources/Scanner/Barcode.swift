@@ -1,0 +1,70 @@
+public import Foundation
+
+/// A point in the scanned image's own pixel coordinates.
+public struct ImagePoint: Sendable, Hashable, Codable {
+    /// Horizontal position, from the left edge.
+    public var x: Int
+    /// Vertical position, from the top edge.
+    public var y: Int
+
+    /// Creates a point.
+    public init(x: Int, y: Int) {
+        self.x = x
+        self.y = y
+    }
+}
+
+/// The engine that decoded a symbol.
+public enum BarcodeEngine: String, Sendable, Hashable, Codable, CaseIterable {
+    /// ZXing-C++.
+    case zxing
+    /// libzbar.
+    case zbar
+}
+
+/// One decoded symbol, merged from every engine and pass that read it.
+public struct Barcode: Sendable, Hashable, Codable {
+    /// The symbology.
+    public var symbology: Symbology
+    /// The payload as text: UTF-8, with Shift-JIS and ECI designations applied; GS1 element
+    /// strings separated by GS (U+001D). UPC-A is 13 digits with a leading 0, as GS1 transmits it.
+    public var text: String
+    /// The payload's bytes as encoded in the symbol.
+    public var bytes: Data
+    /// The corners (top-left, top-right, bottom-right, bottom-left for 2D symbols; the ends of
+    /// the scan line for 1D symbols read by zbar) in the original image's coordinates.
+    public var points: [ImagePoint]
+    /// The engine whose reading is reported.
+    public var engine: BarcodeEngine
+    /// Whether the payload is a GS1 element string (FNC1 in first position).
+    public var isGS1: Bool
+    /// The ISO/IEC 15424 symbology identifier, such as `]Q1`, `]E0` or `]C1`.
+    public var symbologyIdentifier: String
+
+    /// Creates a barcode value.
+    public init(
+        symbology: Symbology, text: String, bytes: Data, points: [ImagePoint], engine: BarcodeEngine,
+        isGS1: Bool, symbologyIdentifier: String
+    ) {
+        self.symbology = symbology
+        self.text = text
+        self.bytes = bytes
+        self.points = points
+        self.engine = engine
+        self.isGS1 = isGS1
+        self.symbologyIdentifier = symbologyIdentifier
+    }
+
+    /// The axis-aligned box around ``points``.
+    public var boundingBox: PixelRect {
+        guard let first = points.first else { return PixelRect(x: 0, y: 0, width: 0, height: 0) }
+        var (x0, y0, x1, y1) = (first.x, first.y, first.x, first.y)
+        for p in points {
+            x0 = min(x0, p.x)
+            y0 = min(y0, p.y)
+            x1 = max(x1, p.x)
+            y1 = max(y1, p.y)
+        }
+        return PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+    }
+}
