@@ -38,7 +38,12 @@ public struct Product: Sendable, Hashable, Codable, Identifiable {
 
     /// Makes and validates a product.
     public init(
-        gtin: GTIN, sku: String, title: String, brand: String? = nil, status: Status = .active, price: Money,
+        gtin: GTIN,
+        sku: String,
+        title: String,
+        brand: String? = nil,
+        status: Status = .active,
+        price: Money,
         imageReference: String? = nil
     ) throws(ValidationError) {
         self.gtin = gtin
@@ -55,19 +60,29 @@ public struct Product: Sendable, Hashable, Codable, Identifiable {
     public func validate() throws(ValidationError) {
         try Check.name(sku, field: "sku", max: ModelLimits.codeLength)
         if sku.contains(where: \.isWhitespace) {
-            throw ValidationError(field: "sku", code: .invalidFormat, reason: "must not contain whitespace")
+            throw ValidationError(
+                field: "sku",
+                code: .invalidFormat,
+                reason: "must not contain whitespace"
+            )
         }
         try Check.name(title, field: "title")
         if let brand { try Check.line(brand, field: "brand") }
         if let imageReference {
             try Check.name(imageReference, field: "imageReference", max: 2048)
             if imageReference.contains(where: \.isWhitespace) {
-                throw ValidationError(field: "imageReference", code: .invalidFormat, reason: "must not contain whitespace")
+                throw ValidationError(
+                    field: "imageReference",
+                    code: .invalidFormat,
+                    reason: "must not contain whitespace"
+                )
             }
         }
     }
 
-    private enum CodingKeys: String, CodingKey { case gtin, sku, title, brand, status, price, imageReference }
+    private enum CodingKeys: String, CodingKey {
+        case gtin, sku, title, brand, status, price, imageReference
+    }
 
     /// Decodes and validates a product; unknown keys are ignored.
     public init(from decoder: any Decoder) throws {
@@ -80,14 +95,19 @@ public struct Product: Sendable, Hashable, Codable, Identifiable {
         status = try c.validating(.status) { () throws(ValidationError) in
             guard let status = Status(rawValue: statusText) else {
                 throw ValidationError(
-                    field: "status", code: .unknownValue,
-                    reason: "\"\(statusText.prefix(30))\" is not one of \(Status.allCases.map(\.rawValue).joined(separator: ", "))")
+                    field: "status",
+                    code: .unknownValue,
+                    reason:
+                        "\"\(statusText.prefix(30))\" is not one of \(Status.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             return status
         }
         price = try c.decode(Money.self, forKey: .price)
         imageReference = try c.decodeIfPresent(String.self, forKey: .imageReference)
-        do { try validate() } catch { throw c.wrapped(error, at: CodingKeys(stringValue: error.field)) }
+        do { try validate() } catch {
+            throw c.wrapped(error, at: CodingKeys(stringValue: error.field))
+        }
     }
 }
 
@@ -109,7 +129,9 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
     public var region: String
 
     /// Makes and validates a store.
-    public init(id: UUID = UUID(), name: String, timeZone: String, market: String, region: String) throws(ValidationError) {
+    public init(id: UUID = UUID(), name: String, timeZone: String, market: String, region: String)
+        throws(ValidationError)
+    {
         self.id = id
         self.name = name
         self.timeZone = timeZone
@@ -120,7 +142,9 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
 
     /// The store's time zone (UTC if the identifier was changed to an unknown one after
     /// validation).
-    public var resolvedTimeZone: TimeZone { TimeZone(identifier: timeZone) ?? TimeZone(identifier: "UTC")! }
+    public var resolvedTimeZone: TimeZone {
+        TimeZone(identifier: timeZone) ?? TimeZone(identifier: "UTC")!
+    }
 
     /// Checks the rules in the type's documentation.
     public func validate() throws(ValidationError) {
@@ -133,22 +157,37 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
     static func checkTimeZone(_ identifier: String) throws(ValidationError) {
         // TimeZone(identifier:) also takes offsets such as "GMT+2"; an IANA name is a word
         // ("UTC") or Area/Location, so those are refused first.
-        let shapeOK = !identifier.isEmpty && identifier.utf8.count <= 64
-            && identifier.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "/_-+".contains($0)) }
+        let shapeOK =
+            !identifier.isEmpty && identifier.utf8.count <= 64
+            && identifier.allSatisfy {
+                $0.isASCII && ($0.isLetter || $0.isNumber || "/_-+".contains($0))
+            }
             && !identifier.hasPrefix("GMT+") && !identifier.hasPrefix("GMT-")
         guard shapeOK, TimeZone(identifier: identifier) != nil else {
             throw ValidationError(
-                field: "timeZone", code: .unknownValue,
-                reason: "\"\(identifier.prefix(64))\" is not an IANA time zone identifier such as Europe/Berlin")
+                field: "timeZone",
+                code: .unknownValue,
+                reason:
+                    "\"\(identifier.prefix(64))\" is not an IANA time zone identifier such as Europe/Berlin"
+            )
         }
     }
 
     static func checkCode(_ value: String, field: String) throws(ValidationError) {
-        guard !value.isEmpty else { throw ValidationError(field: field, code: .empty, reason: "must not be empty") }
+        guard !value.isEmpty else {
+            throw ValidationError(field: field, code: .empty, reason: "must not be empty")
+        }
         try Check.length(value, field: field, max: ModelLimits.codeLength)
-        guard value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+        guard
+            value.allSatisfy({
+                $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_")
+            })
+        else {
             throw ValidationError(
-                field: field, code: .invalidFormat, reason: "\"\(value)\" may hold only letters, digits, - and _")
+                field: field,
+                code: .invalidFormat,
+                reason: "\"\(value)\" may hold only letters, digits, - and _"
+            )
         }
     }
 
@@ -162,6 +201,8 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
         timeZone = try c.decode(String.self, forKey: .timeZone)
         market = try c.decode(String.self, forKey: .market)
         region = try c.decode(String.self, forKey: .region)
-        do { try validate() } catch { throw c.wrapped(error, at: CodingKeys(stringValue: error.field)) }
+        do { try validate() } catch {
+            throw c.wrapped(error, at: CodingKeys(stringValue: error.field))
+        }
     }
 }

@@ -32,7 +32,9 @@ public struct ClientConfiguration: Sendable, Hashable, Codable {
 
     /// Makes and validates a configuration.
     public init(
-        configVersion: SemanticVersion, minimumClientVersion: SemanticVersion, featureFlags: [String: FeatureFlag] = [:],
+        configVersion: SemanticVersion,
+        minimumClientVersion: SemanticVersion,
+        featureFlags: [String: FeatureFlag] = [:],
         customerFormFields: [FormField] = []
     ) throws(ValidationError) {
         self.configVersion = configVersion
@@ -44,7 +46,9 @@ public struct ClientConfiguration: Sendable, Hashable, Codable {
 
     /// True when `clientVersion` is below ``minimumClientVersion`` (by semver precedence, so
     /// `1.4.0-beta.2` is below `1.4.0`).
-    public func requiresUpdate(clientVersion: SemanticVersion) -> Bool { clientVersion < minimumClientVersion }
+    public func requiresUpdate(clientVersion: SemanticVersion) -> Bool {
+        clientVersion < minimumClientVersion
+    }
 
     /// Every flag's value for the target, resolved by the documented precedence.
     public func flags(for target: FlagTarget) -> [String: FlagValue] {
@@ -72,13 +76,23 @@ public struct ClientConfiguration: Sendable, Hashable, Codable {
     /// `values` maps field names to what the user typed. Returns every problem at once (a UI
     /// marks all bad fields) and the cleaned values (trimmed; e-mail domain lowercased; phone
     /// numbers in E.164, national numbers read with `defaultCallingCode`).
-    public func validate(form values: [String: String], defaultCallingCode: Int? = nil) -> FormValidation {
+    public func validate(form values: [String: String], defaultCallingCode: Int? = nil)
+        -> FormValidation
+    {
         var errors: [FormFieldError] = []
         var cleaned: [String: String] = [:]
         for field in customerFormFields {
             let raw = values[field.name]?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
             if raw.isEmpty {
-                if field.required { errors.append(FormFieldError(field: field.name, code: .missing, message: "\(field.label) is required")) }
+                if field.required {
+                    errors.append(
+                        FormFieldError(
+                            field: field.name,
+                            code: .missing,
+                            message: "\(field.label) is required"
+                        )
+                    )
+                }
                 continue
             }
             switch field.check(raw, defaultCallingCode: defaultCallingCode) {
@@ -88,7 +102,13 @@ public struct ClientConfiguration: Sendable, Hashable, Codable {
         }
         let known = Set(customerFormFields.map(\.name))
         for name in values.keys.sorted() where !known.contains(name) {
-            errors.append(FormFieldError(field: name, code: .unknownField, message: "\(name) is not a field of this form"))
+            errors.append(
+                FormFieldError(
+                    field: name,
+                    code: .unknownField,
+                    message: "\(name) is not a field of this form"
+                )
+            )
         }
         return FormValidation(values: cleaned, errors: errors)
     }
@@ -98,22 +118,34 @@ public struct ClientConfiguration: Sendable, Hashable, Codable {
         for key in featureFlags.keys.sorted() {
             guard FeatureFlag.isValidKey(key) else {
                 throw ValidationError(
-                    field: "featureFlags.\(key.prefix(64))", code: .invalidFormat,
-                    reason: "flag keys are 1–64 letters, digits, '.', '_' or '-', starting with a letter")
+                    field: "featureFlags.\(key.prefix(64))",
+                    code: .invalidFormat,
+                    reason:
+                        "flag keys are 1–64 letters, digits, '.', '_' or '-', starting with a letter"
+                )
             }
-            do { try featureFlags[key]!.validate() } catch { throw error.prefixed("featureFlags.\(key)") }
+            do { try featureFlags[key]!.validate() } catch {
+                throw error.prefixed("featureFlags.\(key)")
+            }
         }
         var names: Set<String> = []
         for (index, field) in customerFormFields.enumerated() {
-            do { try field.validate() } catch { throw error.prefixed("customerFormFields.\(index)") }
+            do { try field.validate() } catch {
+                throw error.prefixed("customerFormFields.\(index)")
+            }
             guard names.insert(field.name).inserted else {
                 throw ValidationError(
-                    field: "customerFormFields.\(index).name", code: .duplicate, reason: "\"\(field.name)\" is used twice")
+                    field: "customerFormFields.\(index).name",
+                    code: .duplicate,
+                    reason: "\"\(field.name)\" is used twice"
+                )
             }
         }
     }
 
-    private enum CodingKeys: String, CodingKey { case configVersion, minimumClientVersion, featureFlags, customerFormFields }
+    private enum CodingKeys: String, CodingKey {
+        case configVersion, minimumClientVersion, featureFlags, customerFormFields
+    }
 
     /// Decodes and validates a configuration; unknown keys are ignored, missing flag and field
     /// lists are empty.
@@ -121,8 +153,10 @@ public struct ClientConfiguration: Sendable, Hashable, Codable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         configVersion = try c.decode(SemanticVersion.self, forKey: .configVersion)
         minimumClientVersion = try c.decode(SemanticVersion.self, forKey: .minimumClientVersion)
-        featureFlags = try c.decodeIfPresent([String: FeatureFlag].self, forKey: .featureFlags) ?? [:]
-        customerFormFields = try c.decodeIfPresent([FormField].self, forKey: .customerFormFields) ?? []
+        featureFlags =
+            try c.decodeIfPresent([String: FeatureFlag].self, forKey: .featureFlags) ?? [:]
+        customerFormFields =
+            try c.decodeIfPresent([FormField].self, forKey: .customerFormFields) ?? []
         do { try validate() } catch { throw c.wrapped(error, at: nil) }
     }
 }
@@ -175,7 +209,9 @@ public enum FlagValue: Sendable, Hashable, Codable, CustomStringConvertible {
         switch self {
         case let .bool(value): return String(value)
         case let .string(value): return "\"\(value)\""
-        case let .number(value): return value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+        case let .number(value):
+            return value == value.rounded() && abs(value) < 1e15
+                ? String(Int64(value)) : String(value)
         }
     }
 
@@ -191,7 +227,11 @@ public enum FlagValue: Sendable, Hashable, Codable, CustomStringConvertible {
         } else {
             throw DecodingError.typeMismatch(
                 FlagValue.self,
-                DecodingError.Context(codingPath: container.codingPath, debugDescription: "a flag value is a boolean, number or string"))
+                DecodingError.Context(
+                    codingPath: container.codingPath,
+                    debugDescription: "a flag value is a boolean, number or string"
+                )
+            )
         }
     }
 
@@ -219,7 +259,9 @@ public struct FeatureFlag: Sendable, Hashable, Codable {
 
     /// A flag from its parts.
     public init(
-        defaultValue: FlagValue, markets: [String: FlagValue] = [:], regions: [String: FlagValue] = [:],
+        defaultValue: FlagValue,
+        markets: [String: FlagValue] = [:],
+        regions: [String: FlagValue] = [:],
         stores: [UUID: FlagValue] = [:]
     ) {
         self.defaultValue = defaultValue
@@ -237,10 +279,16 @@ public struct FeatureFlag: Sendable, Hashable, Codable {
     }
 
     static func isValidKey(_ key: String) -> Bool {
-        guard let first = key.unicodeScalars.first, first.properties.isAlphabetic, first.isASCII, key.utf8.count <= 64 else {
+        guard let first = key.unicodeScalars.first, first.properties.isAlphabetic, first.isASCII,
+            key.utf8.count <= 64
+        else {
             return false
         }
-        return key.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) }
+        return key.unicodeScalars.allSatisfy {
+            $0.isASCII
+                && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
+                    || "._-".unicodeScalars.contains($0))
+        }
     }
 
     /// Every override has the default's type; market and region codes are well formed.
@@ -249,7 +297,10 @@ public struct FeatureFlag: Sendable, Hashable, Codable {
         func check(_ value: FlagValue, _ field: String) throws(ValidationError) {
             guard value.typeName == expected else {
                 throw ValidationError(
-                    field: field, code: .invalidFormat, reason: "is a \(value.typeName) but the default is a \(expected)")
+                    field: field,
+                    code: .invalidFormat,
+                    reason: "is a \(value.typeName) but the default is a \(expected)"
+                )
             }
         }
         for (market, value) in markets.sorted(by: { $0.key < $1.key }) {
@@ -278,8 +329,13 @@ public struct FeatureFlag: Sendable, Hashable, Codable {
         for (text, value) in byText {
             guard let id = UUID(uuidString: text) else {
                 throw c.wrapped(
-                    ValidationError(field: "stores.\(text.prefix(40))", code: .invalidFormat, reason: "is not a store UUID"),
-                    at: .stores)
+                    ValidationError(
+                        field: "stores.\(text.prefix(40))",
+                        code: .invalidFormat,
+                        reason: "is not a store UUID"
+                    ),
+                    at: .stores
+                )
             }
             stores[id] = value
         }
@@ -293,7 +349,10 @@ public struct FeatureFlag: Sendable, Hashable, Codable {
         if !markets.isEmpty { try c.encode(markets, forKey: .markets) }
         if !regions.isEmpty { try c.encode(regions, forKey: .regions) }
         if !stores.isEmpty {
-            try c.encode(Dictionary(uniqueKeysWithValues: stores.map { ($0.key.uuidString, $0.value) }), forKey: .stores)
+            try c.encode(
+                Dictionary(uniqueKeysWithValues: stores.map { ($0.key.uuidString, $0.value) }),
+                forKey: .stores
+            )
         }
     }
 }
@@ -343,7 +402,12 @@ public struct FormField: Sendable, Hashable, Codable {
 
     /// A field from its parts.
     public init(
-        name: String, label: String, kind: Kind, required: Bool = false, pattern: String? = nil, maxLength: Int? = nil,
+        name: String,
+        label: String,
+        kind: Kind,
+        required: Bool = false,
+        pattern: String? = nil,
+        maxLength: Int? = nil,
         options: [String]? = nil
     ) throws(ValidationError) {
         self.name = name
@@ -357,40 +421,70 @@ public struct FormField: Sendable, Hashable, Codable {
     }
 
     /// The limit that applies: ``maxLength`` or the kind's default.
-    public var effectiveMaxLength: Int { maxLength ?? (kind == .multilineText ? ModelLimits.noteLength : ModelLimits.nameLength) }
+    public var effectiveMaxLength: Int {
+        maxLength ?? (kind == .multilineText ? ModelLimits.noteLength : ModelLimits.nameLength)
+    }
 
     /// Checks the rules in the type's documentation.
     public func validate() throws(ValidationError) {
-        guard let first = name.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic, name.utf8.count <= 64,
-            name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") })
+        guard let first = name.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic,
+            name.utf8.count <= 64,
+            name.unicodeScalars.allSatisfy({
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_")
+            })
         else {
             throw ValidationError(
-                field: "name", code: .invalidFormat,
-                reason: "\"\(name.prefix(64))\" is not 1–64 letters, digits or _ starting with a letter")
+                field: "name",
+                code: .invalidFormat,
+                reason:
+                    "\"\(name.prefix(64))\" is not 1–64 letters, digits or _ starting with a letter"
+            )
         }
         try Check.name(label, field: "label")
         if let maxLength, !(1...ModelLimits.noteLength).contains(maxLength) {
-            throw ValidationError(field: "maxLength", code: .outOfRange, reason: "\(maxLength) is outside 1…2000")
+            throw ValidationError(
+                field: "maxLength",
+                code: .outOfRange,
+                reason: "\(maxLength) is outside 1…2000"
+            )
         }
         if let pattern {
             do { _ = try Regex(pattern) } catch {
-                throw ValidationError(field: "pattern", code: .invalidFormat, reason: "\"\(pattern.prefix(80))\" is not a valid regular expression")
+                throw ValidationError(
+                    field: "pattern",
+                    code: .invalidFormat,
+                    reason: "\"\(pattern.prefix(80))\" is not a valid regular expression"
+                )
             }
         }
         if kind == .choice {
             guard let options, !options.isEmpty else {
-                throw ValidationError(field: "options", code: .empty, reason: "a choice field needs options")
+                throw ValidationError(
+                    field: "options",
+                    code: .empty,
+                    reason: "a choice field needs options"
+                )
             }
             guard Set(options).count == options.count else {
-                throw ValidationError(field: "options", code: .duplicate, reason: "options must be distinct")
+                throw ValidationError(
+                    field: "options",
+                    code: .duplicate,
+                    reason: "options must be distinct"
+                )
             }
             for option in options { try Check.name(option, field: "options") }
         } else if options != nil {
-            throw ValidationError(field: "options", code: .invalidFormat, reason: "only choice fields have options")
+            throw ValidationError(
+                field: "options",
+                code: .invalidFormat,
+                reason: "only choice fields have options"
+            )
         }
     }
 
-    private enum CodingKeys: String, CodingKey { case name, label, kind, required, pattern, maxLength, options }
+    private enum CodingKeys: String, CodingKey {
+        case name, label, kind, required, pattern, maxLength, options
+    }
 
     /// Decodes and validates a field; `required` defaults to false.
     public init(from decoder: any Decoder) throws {
@@ -401,8 +495,11 @@ public struct FormField: Sendable, Hashable, Codable {
         kind = try c.validating(.kind) { () throws(ValidationError) in
             guard let kind = Kind(rawValue: kindText) else {
                 throw ValidationError(
-                    field: "kind", code: .unknownValue,
-                    reason: "\"\(kindText.prefix(30))\" is not one of \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+                    field: "kind",
+                    code: .unknownValue,
+                    reason:
+                        "\"\(kindText.prefix(30))\" is not one of \(Kind.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             return kind
         }
@@ -410,23 +507,32 @@ public struct FormField: Sendable, Hashable, Codable {
         pattern = try c.decodeIfPresent(String.self, forKey: .pattern)
         maxLength = try c.decodeIfPresent(Int.self, forKey: .maxLength)
         options = try c.decodeIfPresent([String].self, forKey: .options)
-        do { try validate() } catch { throw c.wrapped(error, at: CodingKeys(stringValue: error.field)) }
+        do { try validate() } catch {
+            throw c.wrapped(error, at: CodingKeys(stringValue: error.field))
+        }
     }
 
     /// Checks one non-empty, trimmed value; returns it cleaned or the field's error.
     func check(_ value: String, defaultCallingCode: Int?) -> Result<String, FormFieldError> {
-        func fail(_ code: FormFieldError.Code, _ message: String) -> Result<String, FormFieldError> {
+        func fail(_ code: FormFieldError.Code, _ message: String) -> Result<String, FormFieldError>
+        {
             .failure(FormFieldError(field: name, code: code, message: "\(label) \(message)"))
         }
-        if value.count > effectiveMaxLength { return fail(.tooLong, "is longer than \(effectiveMaxLength) characters") }
+        if value.count > effectiveMaxLength {
+            return fail(.tooLong, "is longer than \(effectiveMaxLength) characters")
+        }
         var cleaned = value
         switch kind {
         case .text:
-            if value.contains(where: \.isNewline) { return fail(.invalidText, "must be a single line") }
+            if value.contains(where: \.isNewline) {
+                return fail(.invalidText, "must be a single line")
+            }
         case .multilineText:
             break
         case .email:
-            guard let email = try? EmailAddress(value) else { return fail(.invalidEmail, "is not an e-mail address") }
+            guard let email = try? EmailAddress(value) else {
+                return fail(.invalidEmail, "is not an e-mail address")
+            }
             cleaned = email.value
         case .phone:
             guard let phone = try? PhoneNumber(value, defaultCallingCode: defaultCallingCode) else {
@@ -434,17 +540,25 @@ public struct FormField: Sendable, Hashable, Codable {
             }
             cleaned = phone.e164
         case .date:
-            guard (try? RFC3339.date(from: value + "T00:00:00Z")) != nil, value.utf8.count == 10 else {
+            guard (try? RFC3339.date(from: value + "T00:00:00Z")) != nil, value.utf8.count == 10
+            else {
                 return fail(.invalidDate, "is not a date (YYYY-MM-DD)")
             }
         case .number:
-            guard (try? Money.parseAmount(value)) != nil else { return fail(.invalidNumber, "is not a number") }
+            guard (try? Money.parseAmount(value)) != nil else {
+                return fail(.invalidNumber, "is not a number")
+            }
         case .choice:
-            guard options?.contains(value) == true else { return fail(.notAnOption, "is not one of the options") }
+            guard options?.contains(value) == true else {
+                return fail(.notAnOption, "is not one of the options")
+            }
         case .boolean:
-            guard value == "true" || value == "false" else { return fail(.invalidBoolean, "must be true or false") }
+            guard value == "true" || value == "false" else {
+                return fail(.invalidBoolean, "must be true or false")
+            }
         }
-        if let pattern, let regex = try? Regex(pattern), (try? regex.wholeMatch(in: cleaned)) == nil {
+        if let pattern, let regex = try? Regex(pattern), (try? regex.wholeMatch(in: cleaned)) == nil
+        {
             return fail(.patternMismatch, "does not have the required format")
         }
         return .success(cleaned)

@@ -30,7 +30,10 @@ public struct ConfirmationCode: Sendable, Hashable, Comparable, CustomStringConv
     public init(dataSymbols data: [UInt8]) throws(ValidationError) {
         guard data.count == 7, data.allSatisfy({ $0 < 32 }) else {
             throw ValidationError(
-                field: "confirmationCode", code: .invalidFormat, reason: "needs 7 data symbol values 0–31")
+                field: "confirmationCode",
+                code: .invalidFormat,
+                reason: "needs 7 data symbol values 0–31"
+            )
         }
         var raw: UInt64 = 0
         for value in data { raw = raw << 5 | UInt64(value) }
@@ -39,7 +42,9 @@ public struct ConfirmationCode: Sendable, Hashable, Comparable, CustomStringConv
     }
 
     /// A random code drawn from `generator` (35 random bits plus the check symbol).
-    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> ConfirmationCode {
+    public static func random<G: RandomNumberGenerator>(using generator: inout G)
+        -> ConfirmationCode
+    {
         let bits = generator.next() & (1 << 35 - 1)
         let data = (0..<7).map { UInt8(truncatingIfNeeded: bits >> (5 * (6 - $0)) & 31) }
         return try! ConfirmationCode(dataSymbols: data)  // 7 values below 32 by construction
@@ -63,8 +68,10 @@ public struct ConfirmationCode: Sendable, Hashable, Comparable, CustomStringConv
             if byte == UInt8(ascii: "-") || byte == UInt8(ascii: " ") { continue }
             guard let value = Self.value(of: byte) else {
                 throw ValidationError(
-                    field: "confirmationCode", code: .invalidFormat,
-                    reason: "\"\(text.prefix(40))\" has a character outside Crockford Base32")
+                    field: "confirmationCode",
+                    code: .invalidFormat,
+                    reason: "\"\(text.prefix(40))\" has a character outside Crockford Base32"
+                )
             }
             count += 1
             if count > 8 { break }
@@ -73,13 +80,17 @@ public struct ConfirmationCode: Sendable, Hashable, Comparable, CustomStringConv
         }
         guard count == 8 else {
             throw ValidationError(
-                field: "confirmationCode", code: .invalidFormat,
-                reason: "\"\(text.prefix(40))\" does not have 8 symbols (XXXX-XXXX)")
+                field: "confirmationCode",
+                code: .invalidFormat,
+                reason: "\"\(text.prefix(40))\" does not have 8 symbols (XXXX-XXXX)"
+            )
         }
         guard check == 0 else {
             throw ValidationError(
-                field: "confirmationCode", code: .invalidCheckDigit,
-                reason: "\"\(text.prefix(40))\" has a wrong check symbol (mistyped?)")
+                field: "confirmationCode",
+                code: .invalidCheckDigit,
+                reason: "\"\(text.prefix(40))\" has a wrong check symbol (mistyped?)"
+            )
         }
         rawValue = raw
     }
@@ -94,8 +105,10 @@ public struct ConfirmationCode: Sendable, Hashable, Comparable, CustomStringConv
             if text.hasSuffix("/") { text = text.dropLast() }
         } else if text.contains(":") || text.contains("/") {
             throw ValidationError(
-                field: "confirmationCode", code: .invalidFormat,
-                reason: "pass payload is neither a code nor shopfloor://reservations/CODE")
+                field: "confirmationCode",
+                code: .invalidFormat,
+                reason: "pass payload is neither a code nor shopfloor://reservations/CODE"
+            )
         }
         try self.init(String(text))
     }
@@ -125,7 +138,9 @@ public struct ConfirmationCode: Sendable, Hashable, Comparable, CustomStringConv
     public var passPayload: String { "shopfloor://reservations/\(description)" }
 
     /// Orders codes by their symbols.
-    public static func < (lhs: ConfirmationCode, rhs: ConfirmationCode) -> Bool { lhs.rawValue < rhs.rawValue }
+    public static func < (lhs: ConfirmationCode, rhs: ConfirmationCode) -> Bool {
+        lhs.rawValue < rhs.rawValue
+    }
 
     /// Decodes the printed (or any parseable) form.
     public init(from decoder: any Decoder) throws {

@@ -20,7 +20,11 @@ public struct PhoneNumber: Sendable, Hashable, Codable, CustomStringConvertible 
     /// are accepted.
     public init(_ text: String, defaultCallingCode: Int? = nil) throws(ValidationError) {
         func bad(_ reason: String) -> ValidationError {
-            ValidationError(field: "phone", code: .invalidFormat, reason: "\"\(text.prefix(40))\" \(reason)")
+            ValidationError(
+                field: "phone",
+                code: .invalidFormat,
+                reason: "\"\(text.prefix(40))\" \(reason)"
+            )
         }
         var working = text.trimmingCharacters(in: .whitespaces)
         var international = false
@@ -33,10 +37,14 @@ public struct PhoneNumber: Sendable, Hashable, Codable, CustomStringConvertible 
         for byte in working.utf8 {
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): digits.append(byte)
-            case UInt8(ascii: " "), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "/"), UInt8(ascii: "("),
+            case UInt8(ascii: " "), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "/"),
+                UInt8(ascii: "("),
                 UInt8(ascii: ")"), 0xA0:
                 continue
-            default: throw bad("is not a phone number (only digits, spaces, -, ., /, parentheses and a leading +)")
+            default:
+                throw bad(
+                    "is not a phone number (only digits, spaces, -, ., /, parentheses and a leading +)"
+                )
             }
         }
         if !international, digits.starts(with: [UInt8(ascii: "0"), UInt8(ascii: "0")]) {
@@ -49,15 +57,23 @@ public struct PhoneNumber: Sendable, Hashable, Codable, CustomStringConvertible 
             }
             if code == 1 {
                 if digits.count == 11, digits.first == UInt8(ascii: "1") { digits.removeFirst() }
-                guard digits.count == 10 else { throw bad("is not a 10-digit North American number") }
+                guard digits.count == 10 else {
+                    throw bad("is not a 10-digit North American number")
+                }
             } else if code != 39, digits.first == UInt8(ascii: "0") {
                 digits.removeFirst()
             }
             digits = Array(String(code).utf8) + digits
         }
-        guard let first = digits.first, first != UInt8(ascii: "0") else { throw bad("has a country code starting with 0") }
-        guard (7...15).contains(digits.count) else { throw bad("has \(digits.count) digits; E.164 allows 7 to 15") }
-        if first == UInt8(ascii: "1"), digits.count != 11 { throw bad("is not a 10-digit North American number") }
+        guard let first = digits.first, first != UInt8(ascii: "0") else {
+            throw bad("has a country code starting with 0")
+        }
+        guard (7...15).contains(digits.count) else {
+            throw bad("has \(digits.count) digits; E.164 allows 7 to 15")
+        }
+        if first == UInt8(ascii: "1"), digits.count != 11 {
+            throw bad("is not a 10-digit North American number")
+        }
         e164 = "+" + String(decoding: digits, as: UTF8.self)
     }
 
@@ -87,8 +103,10 @@ public struct PhoneNumber: Sendable, Hashable, Codable, CustomStringConvertible 
         "US": 1, "CA": 1, "PR": 1, "MX": 52, "BR": 55, "AR": 54, "CL": 56, "CO": 57, "PE": 51,
         "GB": 44, "IE": 353, "DE": 49, "AT": 43, "CH": 41, "FR": 33, "BE": 32, "NL": 31, "LU": 352,
         "IT": 39, "ES": 34, "PT": 351, "DK": 45, "SE": 46, "NO": 47, "FI": 358, "IS": 354, "PL": 48,
-        "CZ": 420, "SK": 421, "HU": 36, "SI": 386, "HR": 385, "RO": 40, "BG": 359, "GR": 30, "EE": 372,
-        "LV": 371, "LT": 370, "TR": 90, "IL": 972, "AE": 971, "SA": 966, "EG": 20, "ZA": 27, "NG": 234,
+        "CZ": 420, "SK": 421, "HU": 36, "SI": 386, "HR": 385, "RO": 40, "BG": 359, "GR": 30,
+        "EE": 372,
+        "LV": 371, "LT": 370, "TR": 90, "IL": 972, "AE": 971, "SA": 966, "EG": 20, "ZA": 27,
+        "NG": 234,
         "KE": 254, "IN": 91, "CN": 86, "HK": 852, "TW": 886, "JP": 81, "KR": 82, "SG": 65, "MY": 60,
         "TH": 66, "VN": 84, "ID": 62, "PH": 63, "AU": 61, "NZ": 64, "UA": 380,
     ]
@@ -108,24 +126,39 @@ public struct EmailAddress: Sendable, Hashable, Codable, CustomStringConvertible
     public init(_ text: String) throws(ValidationError) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         func bad(_ reason: String) -> ValidationError {
-            ValidationError(field: "email", code: .invalidFormat, reason: "\"\(trimmed.prefix(60))\" \(reason)")
+            ValidationError(
+                field: "email",
+                code: .invalidFormat,
+                reason: "\"\(trimmed.prefix(60))\" \(reason)"
+            )
         }
         guard trimmed.utf8.count <= 254 else {
-            throw ValidationError(field: "email", code: .tooLong, reason: "is longer than 254 characters")
+            throw ValidationError(
+                field: "email",
+                code: .tooLong,
+                reason: "is longer than 254 characters"
+            )
         }
         let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2 else { throw bad("must contain exactly one @") }
         let local = parts[0]
         let domain = parts[1].lowercased()
-        guard (1...64).contains(local.utf8.count) else { throw bad("has a local part of 1 to 64 characters") }
+        guard (1...64).contains(local.utf8.count) else {
+            throw bad("has a local part of 1 to 64 characters")
+        }
         let forbidden = Set("<>()[]\\,;:\" ")
-        guard !local.contains(where: { forbidden.contains($0) || $0.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } }),
+        guard
+            !local.contains(where: {
+                forbidden.contains($0)
+                    || $0.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+            }),
             !local.hasPrefix("."), !local.hasSuffix("."), !local.contains("..")
         else { throw bad("has a local part with forbidden characters or dots") }
         let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
         guard labels.count >= 2,
             labels.allSatisfy({ label in
-                (1...63).contains(label.utf8.count) && !label.hasPrefix("-") && !label.hasSuffix("-")
+                (1...63).contains(label.utf8.count) && !label.hasPrefix("-")
+                    && !label.hasSuffix("-")
                     && label.allSatisfy { $0 == "-" || $0.isLetter || $0.isNumber }
             })
         else { throw bad("has no valid domain (name.tld)") }

@@ -27,8 +27,15 @@ public struct Customer: Sendable, Hashable, Codable, Identifiable {
 
     /// Makes and validates a customer.
     public init(
-        id: UUID = UUID(), version: Int = 1, givenName: String, familyName: String, email: EmailAddress? = nil,
-        phone: PhoneNumber? = nil, note: String? = nil, createdAt: Date, updatedAt: Date? = nil
+        id: UUID = UUID(),
+        version: Int = 1,
+        givenName: String,
+        familyName: String,
+        email: EmailAddress? = nil,
+        phone: PhoneNumber? = nil,
+        note: String? = nil,
+        createdAt: Date,
+        updatedAt: Date? = nil
     ) throws(ValidationError) {
         self.id = id
         self.version = version
@@ -47,12 +54,18 @@ public struct Customer: Sendable, Hashable, Codable, Identifiable {
 
     /// Checks the rules in the type's documentation.
     public func validate() throws(ValidationError) {
-        guard version >= 1 else { throw ValidationError(field: "version", code: .outOfRange, reason: "must be 1 or more") }
+        guard version >= 1 else {
+            throw ValidationError(field: "version", code: .outOfRange, reason: "must be 1 or more")
+        }
         try Check.name(givenName, field: "givenName")
         try Check.name(familyName, field: "familyName")
         if let note { try Check.text(note, field: "note") }
         guard updatedAt >= createdAt else {
-            throw ValidationError(field: "updatedAt", code: .invalidOrder, reason: "is before createdAt")
+            throw ValidationError(
+                field: "updatedAt",
+                code: .invalidOrder,
+                reason: "is before createdAt"
+            )
         }
     }
 
@@ -72,7 +85,9 @@ public struct Customer: Sendable, Hashable, Codable, Identifiable {
         note = try c.decodeIfPresent(String.self, forKey: .note)
         createdAt = try c.decodeInstant(.createdAt)
         updatedAt = try c.decodeInstant(.updatedAt)
-        do { try validate() } catch { throw c.wrapped(error, at: CodingKeys(stringValue: error.field)) }
+        do { try validate() } catch {
+            throw c.wrapped(error, at: CodingKeys(stringValue: error.field))
+        }
     }
 
     /// Encodes the customer; absent optionals are left out.

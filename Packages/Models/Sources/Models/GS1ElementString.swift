@@ -18,10 +18,15 @@ public struct GS1Date: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// Reads `YYMMDD`, for AI `ai` (used in the error's field), with the century rule relative
     /// to `referenceYear`.
-    public init(yymmdd text: String, referenceYear: Int, ai: String = "17") throws(ValidationError) {
+    public init(yymmdd text: String, referenceYear: Int, ai: String = "17") throws(ValidationError)
+    {
         let bytes = Array(text.utf8)
         guard bytes.count == 6, bytes.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) else {
-            throw ValidationError(field: "(\(ai))", code: .invalidFormat, reason: "\"\(text)\" is not YYMMDD")
+            throw ValidationError(
+                field: "(\(ai))",
+                code: .invalidFormat,
+                reason: "\"\(text)\" is not YYMMDD"
+            )
         }
         let v = bytes.map { Int($0 - UInt8(ascii: "0")) }
         let yy = v[0] * 10 + v[1]
@@ -32,13 +37,19 @@ public struct GS1Date: Sendable, Hashable, Comparable, CustomStringConvertible {
         if difference >= 51 { century -= 100 } else if difference <= -50 { century += 100 }
         let year = century + yy
         guard (1...12).contains(mm) else {
-            throw ValidationError(field: "(\(ai))", code: .invalidDate, reason: "\"\(text)\" has month \(mm)")
+            throw ValidationError(
+                field: "(\(ai))",
+                code: .invalidDate,
+                reason: "\"\(text)\" has month \(mm)"
+            )
         }
         let last = RFC3339.daysInMonth(year: year, month: mm)
         guard dd <= last else {
             throw ValidationError(
-                field: "(\(ai))", code: .invalidDate,
-                reason: "\"\(text)\" names day \(dd) of a month with \(last) days")
+                field: "(\(ai))",
+                code: .invalidDate,
+                reason: "\"\(text)\" names day \(dd) of a month with \(last) days"
+            )
         }
         self.year = year
         month = mm
@@ -47,7 +58,9 @@ public struct GS1Date: Sendable, Hashable, Comparable, CustomStringConvertible {
     }
 
     /// `2026-02-28`.
-    public var description: String { "\(RFC3339.pad4(year))-\(RFC3339.pad2(month))-\(RFC3339.pad2(day))" }
+    public var description: String {
+        "\(RFC3339.pad4(year))-\(RFC3339.pad2(month))-\(RFC3339.pad2(day))"
+    }
 
     /// Orders by calendar date.
     public static func < (lhs: GS1Date, rhs: GS1Date) -> Bool {
@@ -111,7 +124,9 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
         var out = ""
         for (index, element) in elements.enumerated() {
             out += element.ai + element.value
-            if index < elements.count - 1, Self.predefinedLength(element.ai) == nil { out += "\u{1D}" }
+            if index < elements.count - 1, Self.predefinedLength(element.ai) == nil {
+                out += "\u{1D}"
+            }
         }
         return out
     }
@@ -119,7 +134,11 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
     /// Parses any of the three forms; `referenceYear` (default: this year, UTC) anchors the
     /// century of two-digit years.
     public init(_ text: String, referenceYear: Int? = nil) throws(ValidationError) {
-        let year = referenceYear ?? RFC3339.civil(fromDays: Int64((Date().timeIntervalSince1970 / 86_400).rounded(.down))).0
+        let year =
+            referenceYear
+            ?? RFC3339.civil(
+                fromDays: Int64((Date().timeIntervalSince1970 / 86_400).rounded(.down))
+            ).0
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         let lower = trimmed.prefix(8).lowercased()
         let pairs: [(String, String)]
@@ -131,7 +150,11 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
             pairs = try Self.rawPairs(trimmed)
         }
         guard !pairs.isEmpty else {
-            throw ValidationError(field: "gs1", code: .empty, reason: "holds no application identifiers")
+            throw ValidationError(
+                field: "gs1",
+                code: .empty,
+                reason: "holds no application identifiers"
+            )
         }
         var elements: [Element] = []
         var gtin: GTIN?
@@ -145,10 +168,13 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
             }
             switch ai {
             case "01":
-                do { gtin = try GTIN(value) } catch { throw ValidationError(field: "(01)", code: error.code, reason: error.reason) }
+                do { gtin = try GTIN(value) } catch {
+                    throw ValidationError(field: "(01)", code: error.code, reason: error.reason)
+                }
             case "10": batch = value
             case "17": expiry = try GS1Date(yymmdd: value, referenceYear: year, ai: ai)
-            case "11", "12", "13", "15", "16": _ = try GS1Date(yymmdd: value, referenceYear: year, ai: ai)
+            case "11", "12", "13", "15", "16":
+                _ = try GS1Date(yymmdd: value, referenceYear: year, ai: ai)
             case "21": serial = value
             default: break
             }
@@ -169,19 +195,27 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
         var bytes = Array(text.utf8)[...]
         if bytes.first == UInt8(ascii: "]") {
             guard bytes.count >= 3 else {
-                throw ValidationError(field: "gs1", code: .invalidFormat, reason: "has a cut-off symbology identifier")
+                throw ValidationError(
+                    field: "gs1",
+                    code: .invalidFormat,
+                    reason: "has a cut-off symbology identifier"
+                )
             }
             bytes = bytes.dropFirst(3)
         }
         while bytes.first == gs { bytes = bytes.dropFirst() }
         var pairs: [(String, String)] = []
         while !bytes.isEmpty {
-            guard bytes.count >= 2, let aiLength = aiLength(bytes.prefix(2)), bytes.count >= aiLength,
+            guard bytes.count >= 2, let aiLength = aiLength(bytes.prefix(2)),
+                bytes.count >= aiLength,
                 bytes.prefix(aiLength).allSatisfy({ $0 &- UInt8(ascii: "0") < 10 })
             else {
                 throw ValidationError(
-                    field: "gs1", code: .invalidFormat,
-                    reason: "has no known application identifier at \"\(String(decoding: bytes.prefix(6), as: UTF8.self))\"")
+                    field: "gs1",
+                    code: .invalidFormat,
+                    reason:
+                        "has no known application identifier at \"\(String(decoding: bytes.prefix(6), as: UTF8.self))\""
+                )
             }
             let ai = String(decoding: bytes.prefix(aiLength), as: UTF8.self)
             bytes = bytes.dropFirst(aiLength)
@@ -189,7 +223,10 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
             if let fixed = predefinedLength(ai) {
                 guard bytes.count >= fixed else {
                     throw ValidationError(
-                        field: "(\(ai))", code: .invalidFormat, reason: "needs \(fixed) characters, has \(bytes.count)")
+                        field: "(\(ai))",
+                        code: .invalidFormat,
+                        reason: "needs \(fixed) characters, has \(bytes.count)"
+                    )
                 }
                 value = bytes.prefix(fixed)
                 bytes = bytes.dropFirst(fixed)
@@ -209,7 +246,11 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
         var rest = Substring(text)
         while !rest.isEmpty {
             guard rest.first == "(", let close = rest.firstIndex(of: ")") else {
-                throw ValidationError(field: "gs1", code: .invalidFormat, reason: "expected \"(AI)\" at \"\(rest.prefix(10))\"")
+                throw ValidationError(
+                    field: "gs1",
+                    code: .invalidFormat,
+                    reason: "expected \"(AI)\" at \"\(rest.prefix(10))\""
+                )
             }
             let ai = String(rest[rest.index(after: rest.startIndex)..<close])
             rest = rest[rest.index(after: close)...]
@@ -222,7 +263,8 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
 
     static let shortNames = ["gtin": "01", "lot": "10", "ser": "21", "cpv": "22"]
     static let primaryKeys: Set<String> = [
-        "01", "00", "253", "255", "401", "402", "414", "417", "8003", "8004", "8006", "8010", "8013", "8017", "8018",
+        "01", "00", "253", "255", "401", "402", "414", "417", "8003", "8004", "8006", "8010",
+        "8013", "8017", "8018",
     ]
 
     static func digitalLinkPairs(_ text: String) throws(ValidationError) -> [(String, String)] {
@@ -231,17 +273,36 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
         }
         func decode(_ part: Substring) throws(ValidationError) -> String {
             guard let decoded = String(part).removingPercentEncoding else {
-                throw ValidationError(field: "gs1", code: .invalidFormat, reason: "has broken percent-encoding in \"\(part)\"")
+                throw ValidationError(
+                    field: "gs1",
+                    code: .invalidFormat,
+                    reason: "has broken percent-encoding in \"\(part)\""
+                )
             }
             return decoded
         }
-        var segments = components.percentEncodedPath.split(separator: "/", omittingEmptySubsequences: true)
-        guard let start = segments.firstIndex(where: { primaryKeys.contains(shortNames[String($0)] ?? String($0)) }) else {
-            throw ValidationError(field: "gs1", code: .invalidFormat, reason: "Digital Link URL has no primary key such as /01/")
+        var segments = components.percentEncodedPath.split(
+            separator: "/",
+            omittingEmptySubsequences: true
+        )
+        guard
+            let start = segments.firstIndex(where: {
+                primaryKeys.contains(shortNames[String($0)] ?? String($0))
+            })
+        else {
+            throw ValidationError(
+                field: "gs1",
+                code: .invalidFormat,
+                reason: "Digital Link URL has no primary key such as /01/"
+            )
         }
         segments = Array(segments[start...])
         guard segments.count % 2 == 0 else {
-            throw ValidationError(field: "gs1", code: .invalidFormat, reason: "Digital Link path has an AI without a value")
+            throw ValidationError(
+                field: "gs1",
+                code: .invalidFormat,
+                reason: "Digital Link path has an AI without a value"
+            )
         }
         var pairs: [(String, String)] = []
         for index in stride(from: 0, to: segments.count, by: 2) {
@@ -251,7 +312,9 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
         for item in (components.percentEncodedQuery ?? "").split(separator: "&") {
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = try decode(parts[0])
-            guard (2...4).contains(key.utf8.count), key.utf8.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) else { continue }
+            guard (2...4).contains(key.utf8.count),
+                key.utf8.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 })
+            else { continue }
             pairs.append((key, parts.count > 1 ? try decode(parts[1]) : ""))
         }
         return pairs
@@ -263,11 +326,13 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
     static func aiLength(_ prefix: ArraySlice<UInt8>) -> Int? {
         let p = String(decoding: prefix, as: UTF8.self)
         switch p {
-        case "00", "01", "02", "03", "04", "10", "11", "12", "13", "15", "16", "17", "20", "21", "22", "30", "37",
+        case "00", "01", "02", "03", "04", "10", "11", "12", "13", "15", "16", "17", "20", "21",
+            "22", "30", "37",
             "90", "91", "92", "93", "94", "95", "96", "97", "98", "99":
             return 2
         case "23", "24", "25", "40", "41", "42": return 3
-        case "31", "32", "33", "34", "35", "36", "39", "43", "70", "71", "72", "80", "81", "82": return 4
+        case "31", "32", "33", "34", "35", "36", "39", "43", "70", "71", "72", "80", "81", "82":
+            return 4
         default: return nil
         }
     }
@@ -293,14 +358,19 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
     }
 
     static func rule(for ai: String) -> Rule? {
-        if let fixed = predefinedLength(ai), aiLength(Array(ai.utf8).prefix(2)[...]) == ai.utf8.count {
+        if let fixed = predefinedLength(ai),
+            aiLength(Array(ai.utf8).prefix(2)[...]) == ai.utf8.count
+        {
             return Rule(numeric: true, length: fixed...fixed)
         }
         switch ai {
-        case "10", "21", "22", "243", "254", "420", "8002", "8012": return Rule(numeric: false, length: 1...20)
+        case "10", "21", "22", "243", "254", "420", "8002", "8012":
+            return Rule(numeric: false, length: 1...20)
         case "30", "37": return Rule(numeric: true, length: 1...8)
-        case "90", "240", "241", "250", "251", "400", "401", "403", "7002", "8004", "8010": return Rule(numeric: false, length: 1...30)
-        case "91", "92", "93", "94", "95", "96", "97", "98", "99": return Rule(numeric: false, length: 1...90)
+        case "90", "240", "241", "250", "251", "400", "401", "403", "7002", "8004", "8010":
+            return Rule(numeric: false, length: 1...30)
+        case "91", "92", "93", "94", "95", "96", "97", "98", "99":
+            return Rule(numeric: false, length: 1...90)
         case "235": return Rule(numeric: false, length: 1...28)
         case "242": return Rule(numeric: true, length: 1...6)
         case "253": return Rule(numeric: false, length: 13...30)
@@ -323,39 +393,69 @@ public struct GS1ElementString: Sendable, Hashable, CustomStringConvertible {
         case "8013", "8020": return Rule(numeric: false, length: 1...25)
         case "8200": return Rule(numeric: false, length: 1...70)
         default:
-            if ai.count == 4, ["390", "392"].contains(ai.prefix(3)) { return Rule(numeric: true, length: 1...15) }
-            if ai.count == 4, ["391", "393"].contains(ai.prefix(3)) { return Rule(numeric: true, length: 4...18) }
+            if ai.count == 4, ["390", "392"].contains(ai.prefix(3)) {
+                return Rule(numeric: true, length: 1...15)
+            }
+            if ai.count == 4, ["391", "393"].contains(ai.prefix(3)) {
+                return Rule(numeric: true, length: 4...18)
+            }
             return nil
         }
     }
 
     static func check(ai: String, value: String) throws(ValidationError) {
-        guard (2...4).contains(ai.utf8.count), ai.utf8.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) else {
-            throw ValidationError(field: "gs1", code: .invalidFormat, reason: "\"\(ai.prefix(10))\" is not an application identifier")
+        guard (2...4).contains(ai.utf8.count), ai.utf8.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 })
+        else {
+            throw ValidationError(
+                field: "gs1",
+                code: .invalidFormat,
+                reason: "\"\(ai.prefix(10))\" is not an application identifier"
+            )
         }
         let field = "(\(ai))"
-        guard !value.isEmpty else { throw ValidationError(field: field, code: .empty, reason: "has no value") }
+        guard !value.isEmpty else {
+            throw ValidationError(field: field, code: .empty, reason: "has no value")
+        }
         // GS1's encodable set is printable ASCII; anything else (or a stray GS) is an error.
         guard value.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
-            throw ValidationError(field: field, code: .invalidFormat, reason: "has a character outside GS1's set")
+            throw ValidationError(
+                field: field,
+                code: .invalidFormat,
+                reason: "has a character outside GS1's set"
+            )
         }
         guard let rule = rule(for: ai) else {
             guard value.utf8.count <= 90 else {
-                throw ValidationError(field: field, code: .tooLong, reason: "is longer than 90 characters")
+                throw ValidationError(
+                    field: field,
+                    code: .tooLong,
+                    reason: "is longer than 90 characters"
+                )
             }
             return
         }
         if rule.numeric, !value.utf8.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) {
-            throw ValidationError(field: field, code: .invalidFormat, reason: "\"\(value.prefix(30))\" must be digits")
+            throw ValidationError(
+                field: field,
+                code: .invalidFormat,
+                reason: "\"\(value.prefix(30))\" must be digits"
+            )
         }
         if ai == "01" { return }  // GTIN accepts 8/12/13/14 digits in Digital Link and brackets
         let count = value.utf8.count
         if count > rule.length.upperBound {
-            throw ValidationError(field: field, code: .tooLong, reason: "has \(count) characters, at most \(rule.length.upperBound)")
+            throw ValidationError(
+                field: field,
+                code: .tooLong,
+                reason: "has \(count) characters, at most \(rule.length.upperBound)"
+            )
         }
         if count < rule.length.lowerBound {
             throw ValidationError(
-                field: field, code: .invalidFormat, reason: "has \(count) characters, needs \(rule.length.lowerBound)")
+                field: field,
+                code: .invalidFormat,
+                reason: "has \(count) characters, needs \(rule.length.lowerBound)"
+            )
         }
     }
 }

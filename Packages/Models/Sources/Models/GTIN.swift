@@ -30,23 +30,30 @@ public struct GTIN: Sendable, Hashable, Comparable, Codable, CustomStringConvert
     public init(_ digits: String) throws(ValidationError) {
         let text = digits.trimmingCharacters(in: .whitespaces)
         let bytes = Array(text.utf8)
-        guard [8, 12, 13, 14].contains(bytes.count), bytes.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) else {
+        guard [8, 12, 13, 14].contains(bytes.count),
+            bytes.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 })
+        else {
             throw ValidationError(
-                field: "gtin", code: .invalidFormat,
-                reason: "\"\(text.prefix(30))\" is not 8, 12, 13 or 14 digits")
+                field: "gtin",
+                code: .invalidFormat,
+                reason: "\"\(text.prefix(30))\" is not 8, 12, 13 or 14 digits"
+            )
         }
         let values = bytes.map { Int($0 - UInt8(ascii: "0")) }
         let expected = Self.checkDigit(for: values.dropLast())
         guard expected == values.last! else {
             throw ValidationError(
-                field: "gtin", code: .invalidCheckDigit,
-                reason: "\(text) has check digit \(values.last!), expected \(expected)")
+                field: "gtin",
+                code: .invalidCheckDigit,
+                reason: "\(text) has check digit \(values.last!), expected \(expected)"
+            )
         }
         gtin14 = String(repeating: "0", count: 14 - bytes.count) + text
     }
 
     /// The GS1 mod-10 check digit for the digits before it (any length).
-    public static func checkDigit<C: BidirectionalCollection>(for digits: C) -> Int where C.Element == Int {
+    public static func checkDigit<C: BidirectionalCollection>(for digits: C) -> Int
+    where C.Element == Int {
         var sum = 0
         for (index, digit) in digits.reversed().enumerated() {
             sum += digit * (index % 2 == 0 ? 3 : 1)

@@ -10,14 +10,21 @@ public struct CurrencyCode: Sendable, Hashable, Codable, CustomStringConvertible
 
     /// Validates `code`: exactly three uppercase ASCII letters on the ISO 4217 list.
     public init(_ code: String) throws(ValidationError) {
-        guard code.utf8.count == 3, code.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
+        guard code.utf8.count == 3,
+            code.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
         else {
             throw ValidationError(
-                field: "currency", code: .invalidFormat,
-                reason: "\"\(code.prefix(20))\" is not three uppercase letters (ISO 4217, e.g. EUR)")
+                field: "currency",
+                code: .invalidFormat,
+                reason: "\"\(code.prefix(20))\" is not three uppercase letters (ISO 4217, e.g. EUR)"
+            )
         }
         guard Self.known.contains(code) else {
-            throw ValidationError(field: "currency", code: .unknownValue, reason: "\"\(code)\" is not an ISO 4217 currency")
+            throw ValidationError(
+                field: "currency",
+                code: .unknownValue,
+                reason: "\"\(code)\" is not an ISO 4217 currency"
+            )
         }
         self.code = code
     }
@@ -63,9 +70,11 @@ public struct CurrencyCode: Sendable, Hashable, Codable, CustomStringConvertible
         PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SLL SOS SRD SSP STN SVC SYP SZL \
         THB TJS TMT TND TOP TRY TTD TWD TZS UAH UGX USD USN UYI UYU UYW UZS VED VES VND VUV WST XAF \
         XAG XAU XBA XBB XBC XBD XCD XCG XDR XOF XPD XPF XPT XSU XTS XUA XXX YER ZAR ZMW ZWG ZWL
-        """.split(separator: " ").map(String.init))
+        """.split(separator: " ").map(String.init)
+    )
     static let zeroDigits: Set<String> = [
-        "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND", "VUV",
+        "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND",
+        "VUV",
         "XAF", "XOF", "XPF",
     ]
     static let threeDigits: Set<String> = ["BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"]
@@ -90,12 +99,18 @@ public struct Money: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Money of `amount` in `currency`; throws if `amount` is finer than the minor unit.
     public init(amount: Decimal, currency: CurrencyCode) throws(ValidationError) {
         guard amount.isFinite else {
-            throw ValidationError(field: "amount", code: .invalidFormat, reason: "is not a finite number")
+            throw ValidationError(
+                field: "amount",
+                code: .invalidFormat,
+                reason: "is not a finite number"
+            )
         }
         if let digits = currency.minorUnits, Self.fractionDigits(of: amount) > digits {
             throw ValidationError(
-                field: "amount", code: .invalidFormat,
-                reason: "\(amount) has more than \(digits) fractional digits for \(currency)")
+                field: "amount",
+                code: .invalidFormat,
+                reason: "\(amount) has more than \(digits) fractional digits for \(currency)"
+            )
         }
         self.amount = amount
         self.currency = currency
@@ -110,7 +125,11 @@ public struct Money: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Currencies without a minor unit count whole units.
     public init(minorUnits: Int64, currency: CurrencyCode) {
         let digits = currency.minorUnits ?? 0
-        amount = Decimal(sign: minorUnits < 0 ? .minus : .plus, exponent: -digits, significand: Decimal(minorUnits.magnitude))
+        amount = Decimal(
+            sign: minorUnits < 0 ? .minus : .plus,
+            exponent: -digits,
+            significand: Decimal(minorUnits.magnitude)
+        )
         self.currency = currency
     }
 
@@ -161,7 +180,9 @@ public struct Money: Sendable, Hashable, Codable, CustomStringConvertible {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let currency = try c.decode(CurrencyCode.self, forKey: .currency)
         let text = try c.decode(String.self, forKey: .amount)
-        self = try c.validating(.amount) { () throws(ValidationError) in try Money(amount: text, currency: currency) }
+        self = try c.validating(.amount) { () throws(ValidationError) in
+            try Money(amount: text, currency: currency)
+        }
     }
 
     /// Encodes `{"amount": "12.34", "currency": "EUR"}`.
@@ -184,10 +205,13 @@ public struct Money: Sendable, Hashable, Codable, CustomStringConvertible {
             while i < bytes.count, bytes[i] &- UInt8(ascii: "0") < 10 { i += 1 }
             ok = ok && i > fracStart && i == bytes.count
         }
-        guard ok, let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+        guard ok, let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+        else {
             throw ValidationError(
-                field: "amount", code: .invalidFormat,
-                reason: "\"\(text.prefix(40))\" is not a decimal amount like \"12.34\"")
+                field: "amount",
+                code: .invalidFormat,
+                reason: "\"\(text.prefix(40))\" is not a decimal amount like \"12.34\""
+            )
         }
         return value
     }

@@ -57,7 +57,9 @@ public enum RFC3339 {
     }
 
     /// Reads an RFC 3339 date-time. Throws a ``ValidationError`` for `field` naming the problem.
-    public static func date(from string: String, field: String = "date") throws(ValidationError) -> Date {
+    public static func date(from string: String, field: String = "date") throws(ValidationError)
+        -> Date
+    {
         var copy = string
         let result: Result<Date, ValidationError> = copy.withUTF8 { bytes in
             parse(bytes, field: field)
@@ -65,7 +67,9 @@ public enum RFC3339 {
         return try result.get()
     }
 
-    private static func parse(_ b: UnsafeBufferPointer<UInt8>, field: String) -> Result<Date, ValidationError> {
+    private static func parse(_ b: UnsafeBufferPointer<UInt8>, field: String) -> Result<
+        Date, ValidationError
+    > {
         func bad(_ reason: String) -> Result<Date, ValidationError> {
             .failure(ValidationError(field: field, code: .invalidFormat, reason: reason))
         }
@@ -115,24 +119,40 @@ public enum RFC3339 {
             return bad(shape)
         }
         guard i == b.count else { return bad(shape) }
-        guard (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month) else {
+        guard (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month)
+        else {
             return .failure(
                 ValidationError(
-                    field: field, code: .invalidDate,
-                    reason: "names a day that does not exist (\(pad4(year))-\(pad2(month))-\(pad2(day)))"))
+                    field: field,
+                    code: .invalidDate,
+                    reason:
+                        "names a day that does not exist (\(pad4(year))-\(pad2(month))-\(pad2(day)))"
+                )
+            )
         }
         guard hour <= 23, minute <= 59, second <= 60 else {
-            return .failure(ValidationError(field: field, code: .invalidDate, reason: "has an impossible time of day"))
+            return .failure(
+                ValidationError(
+                    field: field,
+                    code: .invalidDate,
+                    reason: "has an impossible time of day"
+                )
+            )
         }
         let days = Self.days(fromCivil: year, month, day)
-        let whole = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
+        let whole =
+            Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
         return .success(Date(timeIntervalSince1970: Double(whole) + fraction))
     }
 
     static func pad2(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
-    static func pad4(_ v: Int) -> String { String(repeating: "0", count: max(0, 4 - String(v).count)) + String(v) }
+    static func pad4(_ v: Int) -> String {
+        String(repeating: "0", count: max(0, 4 - String(v).count)) + String(v)
+    }
 
-    static func isLeap(_ year: Int) -> Bool { (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 }
+    static func isLeap(_ year: Int) -> Bool {
+        (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+    }
 
     /// Days in `month` (1–12) of the proleptic Gregorian `year`.
     static func daysInMonth(year: Int, month: Int) -> Int {
@@ -169,12 +189,16 @@ public enum RFC3339 {
 extension KeyedDecodingContainer {
     func decodeInstant(_ key: Key) throws -> Date {
         let text = try decode(String.self, forKey: key)
-        return try validating(key) { () throws(ValidationError) in try RFC3339.date(from: text, field: key.stringValue) }
+        return try validating(key) { () throws(ValidationError) in
+            try RFC3339.date(from: text, field: key.stringValue)
+        }
     }
 
     func decodeInstantIfPresent(_ key: Key) throws -> Date? {
         guard let text = try decodeIfPresent(String.self, forKey: key) else { return nil }
-        return try validating(key) { () throws(ValidationError) in try RFC3339.date(from: text, field: key.stringValue) }
+        return try validating(key) { () throws(ValidationError) in
+            try RFC3339.date(from: text, field: key.stringValue)
+        }
     }
 }
 
@@ -208,7 +232,9 @@ public enum ModelsJSON {
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
-            return try container.validating { () throws(ValidationError) in try RFC3339.date(from: text) }
+            return try container.validating { () throws(ValidationError) in
+                try RFC3339.date(from: text)
+            }
         }
         return decoder
     }

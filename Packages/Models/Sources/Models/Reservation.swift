@@ -31,9 +31,17 @@ public struct Reservation: Sendable, Hashable, Codable, Identifiable {
 
     /// Makes and validates a reservation.
     public init(
-        id: UUID = UUID(), confirmationCode: ConfirmationCode = .random(), version: Int = 1,
-        status: Status = .requested, startsAt: Date, endsAt: Date, storeID: UUID, customerID: UUID,
-        partySize: Int = 1, topic: String, notes: String? = nil
+        id: UUID = UUID(),
+        confirmationCode: ConfirmationCode = .random(),
+        version: Int = 1,
+        status: Status = .requested,
+        startsAt: Date,
+        endsAt: Date,
+        storeID: UUID,
+        customerID: UUID,
+        partySize: Int = 1,
+        topic: String,
+        notes: String? = nil
     ) throws(ValidationError) {
         self.id = id
         self.confirmationCode = confirmationCode
@@ -61,23 +69,32 @@ public struct Reservation: Sendable, Hashable, Codable, Identifiable {
 
     /// Checks the rules in the type's documentation.
     public func validate() throws(ValidationError) {
-        guard version >= 1 else { throw ValidationError(field: "version", code: .outOfRange, reason: "must be 1 or more") }
+        guard version >= 1 else {
+            throw ValidationError(field: "version", code: .outOfRange, reason: "must be 1 or more")
+        }
         guard endsAt > startsAt else {
             throw ValidationError(
-                field: "endsAt", code: .invalidOrder,
-                reason: "\(RFC3339.string(from: endsAt)) is not after startsAt \(RFC3339.string(from: startsAt))")
+                field: "endsAt",
+                code: .invalidOrder,
+                reason:
+                    "\(RFC3339.string(from: endsAt)) is not after startsAt \(RFC3339.string(from: startsAt))"
+            )
         }
         guard ModelLimits.partySize.contains(partySize) else {
             throw ValidationError(
-                field: "partySize", code: .outOfRange,
-                reason: "\(partySize) is outside \(ModelLimits.partySize.lowerBound)…\(ModelLimits.partySize.upperBound)")
+                field: "partySize",
+                code: .outOfRange,
+                reason:
+                    "\(partySize) is outside \(ModelLimits.partySize.lowerBound)…\(ModelLimits.partySize.upperBound)"
+            )
         }
         try Check.name(topic, field: "topic")
         if let notes { try Check.text(notes, field: "notes") }
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, confirmationCode, version, status, startsAt, endsAt, storeID, customerID, partySize, topic, notes
+        case id, confirmationCode, version, status, startsAt, endsAt, storeID, customerID,
+            partySize, topic, notes
     }
 
     /// Decodes and validates a reservation; unknown keys are ignored.
@@ -94,7 +111,9 @@ public struct Reservation: Sendable, Hashable, Codable, Identifiable {
         partySize = try c.decode(Int.self, forKey: .partySize)
         topic = try c.decode(String.self, forKey: .topic)
         notes = try c.decodeIfPresent(String.self, forKey: .notes)
-        do { try validate() } catch { throw c.wrapped(error, at: CodingKeys(stringValue: error.field)) }
+        do { try validate() } catch {
+            throw c.wrapped(error, at: CodingKeys(stringValue: error.field))
+        }
     }
 
     /// Encodes the reservation; absent `notes` is left out.
@@ -155,7 +174,9 @@ extension Reservation {
             public var description: String {
                 let allowed = Status.transitions[from, default: []]
                 if allowed.isEmpty { return "cannot go from \(from) to \(to) (\(from) is final)" }
-                let names = Status.allCases.filter(allowed.contains).map(\.rawValue).joined(separator: ", ")
+                let names = Status.allCases.filter(allowed.contains).map(\.rawValue).joined(
+                    separator: ", "
+                )
                 return "cannot go from \(from) to \(to) (allowed from \(from): \(names))"
             }
         }
@@ -171,7 +192,9 @@ extension Reservation {
         ]
 
         /// True when the table allows moving from this state to `next`.
-        public func canTransition(to next: Status) -> Bool { Self.transitions[self, default: []].contains(next) }
+        public func canTransition(to next: Status) -> Bool {
+            Self.transitions[self, default: []].contains(next)
+        }
 
         /// True for states with no way out.
         public var isTerminal: Bool { Self.transitions[self, default: []].isEmpty }
@@ -192,8 +215,11 @@ extension Reservation {
             self = try container.validating { () throws(ValidationError) in
                 guard let status = Status(rawValue: text) else {
                     throw ValidationError(
-                        field: "status", code: .unknownValue,
-                        reason: "\"\(text.prefix(30))\" is not one of \(Status.allCases.map(\.rawValue).joined(separator: ", "))")
+                        field: "status",
+                        code: .unknownValue,
+                        reason:
+                            "\"\(text.prefix(30))\" is not one of \(Status.allCases.map(\.rawValue).joined(separator: ", "))"
+                    )
                 }
                 return status
             }

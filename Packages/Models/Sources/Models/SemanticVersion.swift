@@ -24,7 +24,8 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, Codable, CustomSt
             case let (.numeric(a), .numeric(b)): return a < b
             case (.numeric, .alphanumeric): return true
             case (.alphanumeric, .numeric): return false
-            case let (.alphanumeric(a), .alphanumeric(b)): return Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8))
+            case let (.alphanumeric(a), .alphanumeric(b)):
+                return Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8))
             }
         }
 
@@ -49,7 +50,13 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, Codable, CustomSt
     public var build: [String]
 
     /// A version from its parts.
-    public init(_ major: UInt64, _ minor: UInt64, _ patch: UInt64, prerelease: [Identifier] = [], build: [String] = []) {
+    public init(
+        _ major: UInt64,
+        _ minor: UInt64,
+        _ patch: UInt64,
+        prerelease: [Identifier] = [],
+        build: [String] = []
+    ) {
         self.major = major
         self.minor = minor
         self.patch = patch
@@ -60,13 +67,20 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, Codable, CustomSt
     /// Parses a version string strictly; throws naming the problem.
     public init(parsing text: String) throws(ValidationError) {
         func bad(_ reason: String) -> ValidationError {
-            ValidationError(field: "version", code: .invalidFormat, reason: "\"\(text.prefix(60))\" \(reason)")
+            ValidationError(
+                field: "version",
+                code: .invalidFormat,
+                reason: "\"\(text.prefix(60))\" \(reason)"
+            )
         }
         guard text.utf8.count <= 256 else { throw bad("is too long for a version") }
         var rest = Substring(text)
         var build: [String] = []
         if let plus = rest.firstIndex(of: "+") {
-            build = rest[rest.index(after: plus)...].split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            build = rest[rest.index(after: plus)...].split(
+                separator: ".",
+                omittingEmptySubsequences: false
+            ).map(String.init)
             rest = rest[..<plus]
             guard build.allSatisfy({ !$0.isEmpty && Self.isIdentifierText($0) }) else {
                 throw bad("has empty or invalid build metadata")
@@ -74,8 +88,13 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, Codable, CustomSt
         }
         var prerelease: [Identifier] = []
         if let dash = rest.firstIndex(of: "-") {
-            for part in rest[rest.index(after: dash)...].split(separator: ".", omittingEmptySubsequences: false) {
-                guard !part.isEmpty, Self.isIdentifierText(part) else { throw bad("has an empty or invalid pre-release identifier") }
+            for part in rest[rest.index(after: dash)...].split(
+                separator: ".",
+                omittingEmptySubsequences: false
+            ) {
+                guard !part.isEmpty, Self.isIdentifierText(part) else {
+                    throw bad("has an empty or invalid pre-release identifier")
+                }
                 if part.allSatisfy(\.isASCIIDigit) {
                     guard part == "0" || !part.hasPrefix("0"), let value = UInt64(part) else {
                         throw bad("has a numeric pre-release identifier with a leading zero")
@@ -91,7 +110,8 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, Codable, CustomSt
         guard core.count == 3 else { throw bad("is not MAJOR.MINOR.PATCH") }
         var numbers: [UInt64] = []
         for part in core {
-            guard !part.isEmpty, part.allSatisfy(\.isASCIIDigit), part == "0" || !part.hasPrefix("0"),
+            guard !part.isEmpty, part.allSatisfy(\.isASCIIDigit),
+                part == "0" || !part.hasPrefix("0"),
                 let value = UInt64(part)
             else { throw bad("has \"\(part)\" where a number without leading zeros belongs") }
             numbers.append(value)
@@ -107,8 +127,10 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, Codable, CustomSt
 
     private static func isIdentifierText<S: StringProtocol>(_ text: S) -> Bool {
         text.utf8.allSatisfy { byte in
-            (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || byte == UInt8(ascii: "-")
+            (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                || byte == UInt8(ascii: "-")
         }
     }
 
@@ -118,7 +140,9 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, Codable, CustomSt
     /// `1.2.3-rc.1+build.5`.
     public var description: String {
         var text = "\(major).\(minor).\(patch)"
-        if !prerelease.isEmpty { text += "-" + prerelease.map(\.description).joined(separator: ".") }
+        if !prerelease.isEmpty {
+            text += "-" + prerelease.map(\.description).joined(separator: ".")
+        }
         if !build.isEmpty { text += "+" + build.joined(separator: ".") }
         return text
     }
@@ -137,7 +161,8 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, Codable, CustomSt
 
     /// Equal precedence (build metadata ignored).
     public static func == (lhs: SemanticVersion, rhs: SemanticVersion) -> Bool {
-        (lhs.major, lhs.minor, lhs.patch) == (rhs.major, rhs.minor, rhs.patch) && lhs.prerelease == rhs.prerelease
+        (lhs.major, lhs.minor, lhs.patch) == (rhs.major, rhs.minor, rhs.patch)
+            && lhs.prerelease == rhs.prerelease
     }
 
     /// Hashes what `==` compares.
@@ -152,7 +177,9 @@ public struct SemanticVersion: Sendable, Hashable, Comparable, Codable, CustomSt
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
-        self = try container.validating { () throws(ValidationError) in try SemanticVersion(parsing: text) }
+        self = try container.validating { () throws(ValidationError) in
+            try SemanticVersion(parsing: text)
+        }
     }
 
     /// Encodes the string form, build metadata included.

@@ -37,7 +37,9 @@ enum UUIDText {
                         guard bytes[i] == UInt8(ascii: "-") else { return false }
                         i += 1
                     }
-                    guard let high = nibble(bytes[i]), let low = nibble(bytes[i + 1]) else { return false }
+                    guard let high = nibble(bytes[i]), let low = nibble(bytes[i + 1]) else {
+                        return false
+                    }
                     out[index] = high << 4 | low
                     i += 2
                 }
@@ -63,8 +65,13 @@ extension KeyedDecodingContainer {
         let text = try decode(String.self, forKey: key)
         guard let uuid = UUIDText.parse(text) else {
             throw wrapped(
-                ValidationError(field: key.stringValue, code: .invalidFormat, reason: "\"\(text.prefix(40))\" is not a UUID"),
-                at: key)
+                ValidationError(
+                    field: key.stringValue,
+                    code: .invalidFormat,
+                    reason: "\"\(text.prefix(40))\" is not a UUID"
+                ),
+                at: key
+            )
         }
         return uuid
     }

@@ -87,7 +87,9 @@ public enum ModelLimits {
 
 enum Check {
     /// A required single-line text: not blank, no control characters, at most `max` characters.
-    static func name(_ value: String, field: String, max: Int = ModelLimits.nameLength) throws(ValidationError) {
+    static func name(_ value: String, field: String, max: Int = ModelLimits.nameLength)
+        throws(ValidationError)
+    {
         if value.allSatisfy(\.isWhitespace) {
             throw ValidationError(field: field, code: .empty, reason: "must not be empty")
         }
@@ -95,16 +97,23 @@ enum Check {
     }
 
     /// An optional single-line text: no control characters, at most `max` characters.
-    static func line(_ value: String, field: String, max: Int = ModelLimits.nameLength) throws(ValidationError) {
+    static func line(_ value: String, field: String, max: Int = ModelLimits.nameLength)
+        throws(ValidationError)
+    {
         try length(value, field: field, max: max)
         for scalar in value.unicodeScalars where scalar.value < 0x20 || scalar.value == 0x7F {
             throw ValidationError(
-                field: field, code: .invalidFormat, reason: "must be a single line without control characters")
+                field: field,
+                code: .invalidFormat,
+                reason: "must be a single line without control characters"
+            )
         }
     }
 
     /// A free text (newlines and tabs allowed) of at most `max` characters.
-    static func text(_ value: String, field: String, max: Int = ModelLimits.noteLength) throws(ValidationError) {
+    static func text(_ value: String, field: String, max: Int = ModelLimits.noteLength)
+        throws(ValidationError)
+    {
         try length(value, field: field, max: max)
     }
 
@@ -112,7 +121,10 @@ enum Check {
         // UTF-8 length bounds the character count from above, so short strings skip counting.
         if value.utf8.count > max, value.count > max {
             throw ValidationError(
-                field: field, code: .tooLong, reason: "is \(value.count) characters long, the limit is \(max)")
+                field: field,
+                code: .tooLong,
+                reason: "is \(value.count) characters long, the limit is \(max)"
+            )
         }
     }
 }
@@ -134,7 +146,12 @@ extension KeyedDecodingContainer {
         let prefix = codingPath.map(\.fieldComponent).joined(separator: ".")
         let full = error.prefixed(prefix)
         return DecodingError.dataCorrupted(
-            DecodingError.Context(codingPath: path, debugDescription: full.description, underlyingError: full))
+            DecodingError.Context(
+                codingPath: path,
+                debugDescription: full.description,
+                underlyingError: full
+            )
+        )
     }
 }
 
@@ -148,7 +165,12 @@ extension SingleValueDecodingContainer {
             var full = error
             if !prefix.isEmpty { full.field = prefix }
             throw DecodingError.dataCorrupted(
-                DecodingError.Context(codingPath: codingPath, debugDescription: full.description, underlyingError: full))
+                DecodingError.Context(
+                    codingPath: codingPath,
+                    debugDescription: full.description,
+                    underlyingError: full
+                )
+            )
         }
     }
 }

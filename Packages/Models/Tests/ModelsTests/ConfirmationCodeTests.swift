@@ -26,7 +26,10 @@ struct ConfirmationCodeTests {
 
     @Test(
         "typing variants read as the same code",
-        arguments: ["FK6S-Y95A", "fk6s-y95a", "FK6SY95A", "fk6s y95a", " FK6S - Y95A ", "Fk6S-y95a"])
+        arguments: [
+            "FK6S-Y95A", "fk6s-y95a", "FK6SY95A", "fk6s y95a", " FK6S - Y95A ", "Fk6S-y95a",
+        ]
+    )
     func lenientParsing(text: String) throws {
         #expect(try ConfirmationCode(text).description == "FK6S-Y95A")
     }
@@ -53,12 +56,14 @@ struct ConfirmationCodeTests {
             ("FK6S_Y95A", .invalidFormat),
             ("FK6S*Y95A", .invalidFormat),
             ("FK6S-Y95Ä", .invalidFormat),
-        ])
+        ]
+    )
     func rejects(text: String, code: ValidationError.Code) {
         #expect {
             try ConfirmationCode(text)
         } throws: { error in
-            (error as? ValidationError)?.code == code && (error as? ValidationError)?.field == "confirmationCode"
+            (error as? ValidationError)?.code == code
+                && (error as? ValidationError)?.field == "confirmationCode"
         }
     }
 
@@ -135,7 +140,9 @@ struct ConfirmationCodeTests {
         let other = try ConfirmationCode(dataSymbols: [1, 0, 0, 0, 0, 0, 0])
         // α⁷ = x⁷ = x²·x⁵ = x²(x²+1) = x⁴+x² = 20 → "M".
         #expect(other.description == "1000-000M")
-        #expect(throws: ValidationError.self) { try ConfirmationCode(dataSymbols: [32, 0, 0, 0, 0, 0, 0]) }
+        #expect(throws: ValidationError.self) {
+            try ConfirmationCode(dataSymbols: [32, 0, 0, 0, 0, 0, 0])
+        }
         #expect(throws: ValidationError.self) { try ConfirmationCode(dataSymbols: [1, 2, 3]) }
     }
 
@@ -144,7 +151,8 @@ struct ConfirmationCodeTests {
         arguments: [
             "FK6S-Y95A", "shopfloor://reservations/FK6S-Y95A", "SHOPFLOOR://Reservations/fk6sy95a",
             "shopfloor://reservations/FK6S-Y95A/", "  FK6SY95A\n",
-        ])
+        ]
+    )
     func passPayloads(payload: String) throws {
         #expect(try ConfirmationCode(passPayload: payload).description == "FK6S-Y95A")
     }
@@ -152,9 +160,11 @@ struct ConfirmationCodeTests {
     @Test(
         "other payloads are rejected",
         arguments: [
-            "https://example.com/FK6S-Y95A", "shopfloor://reservations/", "shopfloor://orders/FK6S-Y95A",
+            "https://example.com/FK6S-Y95A", "shopfloor://reservations/",
+            "shopfloor://orders/FK6S-Y95A",
             "shopfloor://reservations/FK6S-Y95B",
-        ])
+        ]
+    )
     func badPayloads(payload: String) {
         #expect(throws: ValidationError.self) { try ConfirmationCode(passPayload: payload) }
     }

@@ -17,7 +17,10 @@ struct FixtureTests {
 
     @Test("the reservation list decodes despite unknown keys and lenient codes")
     func reservations() throws {
-        let page = try JSONDecoder.shopfloor.decode(Page<Reservation>.self, from: Fixture.data("reservations"))
+        let page = try JSONDecoder.shopfloor.decode(
+            Page<Reservation>.self,
+            from: Fixture.data("reservations")
+        )
         #expect(page.items.count == 3)
         #expect(page.items[1].confirmationCode.description == "41SJ-3EQ4")
         #expect(page.items[1].status == .checkedIn)
@@ -26,7 +29,9 @@ struct FixtureTests {
         #expect(try roundTrip(page) == page)
         // Encoding is stable: encoding the decoded form twice gives identical bytes.
         let once = try JSONEncoder.shopfloor.encode(page)
-        let twice = try JSONEncoder.shopfloor.encode(JSONDecoder.shopfloor.decode(Page<Reservation>.self, from: once))
+        let twice = try JSONEncoder.shopfloor.encode(
+            JSONDecoder.shopfloor.decode(Page<Reservation>.self, from: once)
+        )
         #expect(once == twice)
     }
 
@@ -34,7 +39,11 @@ struct FixtureTests {
     func catalog() throws {
         let catalog = try JSONDecoder.shopfloor.decode(Catalog.self, from: Fixture.data("catalog"))
         #expect(catalog.stores.map(\.timeZone) == ["Europe/Berlin", "America/Los_Angeles"])
-        #expect(catalog.products.map(\.gtin.gtin14) == ["09506000134352", "04006381333931", "00036000291452"])
+        #expect(
+            catalog.products.map(\.gtin.gtin14) == [
+                "09506000134352", "04006381333931", "00036000291452",
+            ]
+        )
         #expect(catalog.products[2].price.amountString == "3.00")
         #expect(catalog.customers[0].email?.value == "jana.novak@example.com")
         #expect(catalog.customers[0].phone?.e164 == "+49301234567")
@@ -42,6 +51,9 @@ struct FixtureTests {
         #expect(RFC3339.string(from: catalog.customers[1].createdAt) == "2026-11-20T20:00:00.000Z")
         #expect(try roundTrip(catalog) == catalog)
         let json = String(decoding: try JSONEncoder.shopfloor.encode(catalog), as: UTF8.self)
-        #expect(!json.contains("loyaltyTier") && !json.contains("openingHours") && !json.contains("warehouse"))
+        #expect(
+            !json.contains("loyaltyTier") && !json.contains("openingHours")
+                && !json.contains("warehouse")
+        )
     }
 }

@@ -15,7 +15,8 @@ struct GTINTests {
             ("10614141000033", "10614141000033", "10614141000033", .gtin14),
             ("00000096385074", "00000096385074", "96385074", .gtin8),
             (" 4006381333931 ", "04006381333931", "4006381333931", .gtin13),
-        ])
+        ]
+    )
     func valid(input: String, gtin14: String, display: String, format: GTIN.Format) throws {
         let gtin = try GTIN(input)
         #expect(gtin.gtin14 == gtin14)
@@ -39,12 +40,14 @@ struct GTINTests {
             ("", .invalidFormat),
             ("040063813339310", .invalidFormat),
             ("4006-381333931", .invalidFormat),
-        ])
+        ]
+    )
     func invalid(input: String, code: ValidationError.Code) {
         #expect {
             try GTIN(input)
         } throws: { error in
-            (error as? ValidationError)?.code == code && (error as? ValidationError)?.field == "gtin"
+            (error as? ValidationError)?.code == code
+                && (error as? ValidationError)?.field == "gtin"
         }
     }
 
@@ -61,9 +64,16 @@ struct GTINTests {
     @Test("JSON holds 14 digits and accepts the shorter forms")
     func json() throws {
         let gtin = try GTIN("4006381333931")
-        #expect(String(decoding: try JSONEncoder.shopfloor.encode([gtin]), as: UTF8.self) == #"["04006381333931"]"#)
+        #expect(
+            String(decoding: try JSONEncoder.shopfloor.encode([gtin]), as: UTF8.self)
+                == #"["04006381333931"]"#
+        )
         #expect(try roundTrip(gtin) == gtin)
-        #expect(try JSONDecoder.shopfloor.decode([GTIN].self, from: Data(#"["96385074"]"#.utf8)) == [try GTIN("96385074")])
+        #expect(
+            try JSONDecoder.shopfloor.decode([GTIN].self, from: Data(#"["96385074"]"#.utf8)) == [
+                try GTIN("96385074")
+            ]
+        )
     }
 
     // MARK: GS1
@@ -80,7 +90,8 @@ struct GTINTests {
             "https://id.gs1.org/01/09506000134352/10/ABC-123/21/SER42?17=260228",
             "https://shop.example.com/products/01/09506000134352/10/ABC%2D123/21/SER42?17=260228&linkType=gs1:pip",
             "HTTP://example.org/gtin/9506000134352/lot/ABC-123/ser/SER42?17=260228",
-        ])
+        ]
+    )
     func forms(text: String) throws {
         let parsed = try GS1ElementString(text, referenceYear: 2026)
         #expect(parsed.gtin == (try GTIN("09506000134352")))
@@ -93,16 +104,26 @@ struct GTINTests {
 
     @Test("bracketed and raw output read back")
     func outputRoundTrip() throws {
-        let parsed = try GS1ElementString("(01)09506000134352(10)LOT7(17)261100(21)X1(3103)001250", referenceYear: 2026)
+        let parsed = try GS1ElementString(
+            "(01)09506000134352(10)LOT7(17)261100(21)X1(3103)001250",
+            referenceYear: 2026
+        )
         #expect(parsed.description == "(01)09506000134352(10)LOT7(17)261100(21)X1(3103)001250")
-        #expect(parsed.rawValue == "0109506000134352" + "10LOT7\u{1D}" + "17261100" + "21X1\u{1D}" + "3103001250")
+        #expect(
+            parsed.rawValue == "0109506000134352" + "10LOT7\u{1D}" + "17261100" + "21X1\u{1D}"
+                + "3103001250"
+        )
         #expect(try GS1ElementString(parsed.rawValue, referenceYear: 2026) == parsed)
         #expect(parsed["3103"] == "001250")
     }
 
     @Test(
         "day 00 means the last day of the month",
-        arguments: [("260200", "2026-02-28"), ("280200", "2028-02-29"), ("261100", "2026-11-30"), ("261200", "2026-12-31")])
+        arguments: [
+            ("260200", "2026-02-28"), ("280200", "2028-02-29"), ("261100", "2026-11-30"),
+            ("261200", "2026-12-31"),
+        ]
+    )
     func lastDay(yymmdd: String, expected: String) throws {
         let parsed = try GS1ElementString("(17)\(yymmdd)", referenceYear: 2026)
         #expect(parsed.expiry?.description == expected)
@@ -119,7 +140,8 @@ struct GTINTests {
             (2080, "300101", 2130),  // −50: next century
             (2080, "310101", 2031),  // −49: this century
             (2099, "000101", 2100),
-        ])
+        ]
+    )
     func century(reference: Int, yymmdd: String, year: Int) throws {
         #expect(try GS1Date(yymmdd: yymmdd, referenceYear: reference).year == year)
     }
@@ -147,7 +169,8 @@ struct GTINTests {
             ("https://id.gs1.org/01/09506000134352/10", "gs1", .invalidFormat),
             ("https://id.gs1.org/01/09506000134352?17=260230", "(17)", .invalidDate),
             ("(abc)1", "gs1", .invalidFormat),
-        ])
+        ]
+    )
     func rejects(text: String, field: String, code: ValidationError.Code) {
         #expect {
             try GS1ElementString(text, referenceYear: 2026)
@@ -162,17 +185,24 @@ struct GTINTests {
         let bracketed = try GS1ElementString("(01)09506000134352(7240)ABC", referenceYear: 2026)
         #expect(bracketed["7240"] == "ABC")
         let link = try GS1ElementString(
-            "https://example.com/01/09506000134352?3103=000189&99=A%2FB&linkType=all", referenceYear: 2026)
+            "https://example.com/01/09506000134352?3103=000189&99=A%2FB&linkType=all",
+            referenceYear: 2026
+        )
         #expect(link["3103"] == "000189")
         #expect(link["99"] == "A/B")
         #expect(link["linkType"] == nil)
         // A space is outside GS1's character set.
-        #expect(throws: ValidationError.self) { try GS1ElementString("https://example.com/01/09506000134352?99=A%20B") }
+        #expect(throws: ValidationError.self) {
+            try GS1ElementString("https://example.com/01/09506000134352?99=A%20B")
+        }
     }
 
     @Test("Digital Link values are percent-decoded")
     func percentDecoding() throws {
-        let parsed = try GS1ElementString("https://id.gs1.org/01/09506000134352/10/AB%2F12/21/%41%42", referenceYear: 2026)
+        let parsed = try GS1ElementString(
+            "https://id.gs1.org/01/09506000134352/10/AB%2F12/21/%41%42",
+            referenceYear: 2026
+        )
         #expect(parsed.batch == "AB/12")
         #expect(parsed.serial == "AB")
     }

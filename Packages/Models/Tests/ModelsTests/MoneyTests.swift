@@ -7,10 +7,14 @@ struct MoneyTests {
     @Test(
         "amounts are written with the currency's minor-unit digits",
         arguments: [
-            ("12.34", "EUR", "12.34"), ("12.3", "EUR", "12.30"), ("12", "EUR", "12.00"), ("0", "USD", "0.00"),
-            ("-5.5", "EUR", "-5.50"), ("500", "JPY", "500"), ("1.234", "KWD", "1.234"), ("1.2", "KWD", "1.200"),
-            ("1.5", "CLF", "1.5000"), ("1.23456", "XAU", "1.23456"), ("12345678901234567.89", "EUR", "12345678901234567.89"),
-        ])
+            ("12.34", "EUR", "12.34"), ("12.3", "EUR", "12.30"), ("12", "EUR", "12.00"),
+            ("0", "USD", "0.00"),
+            ("-5.5", "EUR", "-5.50"), ("500", "JPY", "500"), ("1.234", "KWD", "1.234"),
+            ("1.2", "KWD", "1.200"),
+            ("1.5", "CLF", "1.5000"), ("1.23456", "XAU", "1.23456"),
+            ("12345678901234567.89", "EUR", "12345678901234567.89"),
+        ]
+    )
     func formatting(amount: String, currency: String, written: String) throws {
         let money = try Money(amount: amount, currency: CurrencyCode(currency))
         #expect(money.amountString == written)
@@ -22,24 +26,31 @@ struct MoneyTests {
     @Test(
         "wrong currencies are rejected",
         arguments: [
-            ("eur", ValidationError.Code.invalidFormat), ("EURO", .invalidFormat), ("EU", .invalidFormat),
-            ("E1R", .invalidFormat), ("", .invalidFormat), ("ÉUR", .invalidFormat), ("EUE", .unknownValue),
+            ("eur", ValidationError.Code.invalidFormat), ("EURO", .invalidFormat),
+            ("EU", .invalidFormat),
+            ("E1R", .invalidFormat), ("", .invalidFormat), ("ÉUR", .invalidFormat),
+            ("EUE", .unknownValue),
             ("ABC", .unknownValue), ("DEM", .unknownValue),
-        ])
+        ]
+    )
     func badCurrency(code: String, error: ValidationError.Code) {
         #expect {
             try CurrencyCode(code)
         } throws: { thrown in
-            (thrown as? ValidationError)?.code == error && (thrown as? ValidationError)?.field == "currency"
+            (thrown as? ValidationError)?.code == error
+                && (thrown as? ValidationError)?.field == "currency"
         }
     }
 
     @Test(
         "bad amounts are rejected",
         arguments: [
-            ("12.345", "EUR"), ("1.5", "JPY"), ("1e3", "EUR"), ("12,34", "EUR"), ("", "EUR"), ("12.", "EUR"),
-            (".5", "EUR"), ("+1", "EUR"), ("1 000", "EUR"), ("NaN", "EUR"), ("--1", "EUR"), ("1.23456", "CLF"),
-        ])
+            ("12.345", "EUR"), ("1.5", "JPY"), ("1e3", "EUR"), ("12,34", "EUR"), ("", "EUR"),
+            ("12.", "EUR"),
+            (".5", "EUR"), ("+1", "EUR"), ("1 000", "EUR"), ("NaN", "EUR"), ("--1", "EUR"),
+            ("1.23456", "CLF"),
+        ]
+    )
     func badAmount(amount: String, currency: String) throws {
         let code = try CurrencyCode(currency)
         #expect {
@@ -49,7 +60,13 @@ struct MoneyTests {
         }
     }
 
-    @Test("minor units convert both ways", arguments: [(1234 as Int64, "EUR", "12.34"), (-5, "EUR", "-0.05"), (500, "JPY", "500"), (1, "BHD", "0.001")])
+    @Test(
+        "minor units convert both ways",
+        arguments: [
+            (1234 as Int64, "EUR", "12.34"), (-5, "EUR", "-0.05"), (500, "JPY", "500"),
+            (1, "BHD", "0.001"),
+        ]
+    )
     func minorUnits(units: Int64, currency: String, written: String) throws {
         let money = Money(minorUnits: units, currency: try CurrencyCode(currency))
         #expect(money.amountString == written)
@@ -68,12 +85,21 @@ struct MoneyTests {
 
     @Test("decoding names the nested field")
     func decodingErrors() throws {
-        let error = try decodeFailure(Money.self, #"{"amount": 12.34, "currency": "EUR"}"#.replacingOccurrences(of: "12.34", with: "\"12.345\""))
+        let error = try decodeFailure(
+            Money.self,
+            #"{"amount": 12.34, "currency": "EUR"}"#.replacingOccurrences(
+                of: "12.34",
+                with: "\"12.345\""
+            )
+        )
         #expect(error.field == "amount")
         let currency = try decodeFailure(Money.self, #"{"amount": "1", "currency": "eur"}"#)
         #expect(currency.field == "currency")
         #expect(throws: DecodingError.self) {
-            try JSONDecoder.shopfloor.decode(Money.self, from: Data(#"{"amount": 12.34, "currency": "EUR"}"#.utf8))
+            try JSONDecoder.shopfloor.decode(
+                Money.self,
+                from: Data(#"{"amount": 12.34, "currency": "EUR"}"#.utf8)
+            )
         }
     }
 }
@@ -96,7 +122,8 @@ struct CustomerTests {
             ("06 12 34 56 78", 33, "+33612345678"),
             ("06 1234 5678", 39, "+390612345678"),
             ("+44 20 7946 0958", nil, "+442079460958"),
-        ])
+        ]
+    )
     func phones(text: String, defaultCode: Int?, e164: String) throws {
         #expect(try PhoneNumber(text, defaultCallingCode: defaultCode).e164 == e164)
     }
@@ -104,12 +131,17 @@ struct CustomerTests {
     @Test(
         "bad phone numbers are rejected",
         arguments: [
-            ("030 1234567", nil as Int?), ("415-555-0100 ext 12", 1), ("555-0100", 1), ("+1 415 555 010", nil),
-            ("+49 30 1234 5678 9012 34", nil), ("+0 30 1234567", nil), ("12", 49), ("call me", 49), ("", 49),
+            ("030 1234567", nil as Int?), ("415-555-0100 ext 12", 1), ("555-0100", 1),
+            ("+1 415 555 010", nil),
+            ("+49 30 1234 5678 9012 34", nil), ("+0 30 1234567", nil), ("12", 49), ("call me", 49),
+            ("", 49),
             ("+49 30 12a4567", nil),
-        ])
+        ]
+    )
     func badPhones(text: String, defaultCode: Int?) {
-        #expect(throws: ValidationError.self) { try PhoneNumber(text, defaultCallingCode: defaultCode) }
+        #expect(throws: ValidationError.self) {
+            try PhoneNumber(text, defaultCallingCode: defaultCode)
+        }
     }
 
     @Test("region codes give calling codes")
@@ -122,9 +154,11 @@ struct CustomerTests {
     @Test(
         "e-mail addresses are checked and their domain lowercased",
         arguments: [
-            ("jana.novak@Example.COM", "jana.novak@example.com"), ("a+tag@shop.example.co.uk", "a+tag@shop.example.co.uk"),
+            ("jana.novak@Example.COM", "jana.novak@example.com"),
+            ("a+tag@shop.example.co.uk", "a+tag@shop.example.co.uk"),
             (" x@y.de ", "x@y.de"), ("Mixed.Case@bücher.de", "Mixed.Case@bücher.de"),
-        ])
+        ]
+    )
     func emails(text: String, normalised: String) throws {
         #expect(try EmailAddress(text).value == normalised)
     }
@@ -132,10 +166,13 @@ struct CustomerTests {
     @Test(
         "bad e-mail addresses are rejected",
         arguments: [
-            "plain", "a@b", "a@@b.de", "a@b@c.de", "@b.de", "a@.de", "a@b..de", ".a@b.de", "a.@b.de", "a..b@c.de",
-            "a b@c.de", "a@-b.de", "a@b-.de", "a@b_c.de", "\(String(repeating: "x", count: 65))@b.de",
+            "plain", "a@b", "a@@b.de", "a@b@c.de", "@b.de", "a@.de", "a@b..de", ".a@b.de",
+            "a.@b.de", "a..b@c.de",
+            "a b@c.de", "a@-b.de", "a@b-.de", "a@b_c.de",
+            "\(String(repeating: "x", count: 65))@b.de",
             "a@\(String(repeating: "x", count: 250)).de", "<a>@b.de",
-        ])
+        ]
+    )
     func badEmails(text: String) {
         #expect(throws: ValidationError.self) { try EmailAddress(text) }
     }
@@ -151,10 +188,24 @@ struct CustomerTests {
             ("Sam\nX", "Lee", nil, 1, "givenName", .invalidFormat),
             ("Sam", "Lee", String(repeating: "n", count: 2001), 1, "note", .tooLong),
             ("Sam", "Lee", nil, 0, "version", .outOfRange),
-        ])
-    func customerRules(given: String, family: String, note: String?, version: Int, field: String, code: ValidationError.Code) {
+        ]
+    )
+    func customerRules(
+        given: String,
+        family: String,
+        note: String?,
+        version: Int,
+        field: String,
+        code: ValidationError.Code
+    ) {
         #expect {
-            try Customer(version: version, givenName: given, familyName: family, note: note, createdAt: Self.created)
+            try Customer(
+                version: version,
+                givenName: given,
+                familyName: family,
+                note: note,
+                createdAt: Self.created
+            )
         } throws: { error in
             (error as? ValidationError)?.field == field && (error as? ValidationError)?.code == code
         }
@@ -163,24 +214,43 @@ struct CustomerTests {
     @Test("limits are inclusive: 200-character names and 2000-character notes are fine")
     func limits() throws {
         let customer = try Customer(
-            givenName: String(repeating: "é", count: 200), familyName: "Lee", note: String(repeating: "n", count: 2000),
-            createdAt: Self.created)
+            givenName: String(repeating: "é", count: 200),
+            familyName: "Lee",
+            note: String(repeating: "n", count: 2000),
+            createdAt: Self.created
+        )
         #expect(try roundTrip(customer) == customer)
     }
 
     @Test("updatedAt may not be before createdAt")
     func order() {
-        #expect(throws: ValidationError(field: "updatedAt", code: .invalidOrder, reason: "is before createdAt")) {
-            try Customer(givenName: "A", familyName: "B", createdAt: Self.created, updatedAt: Self.created.addingTimeInterval(-1))
+        #expect(
+            throws: ValidationError(
+                field: "updatedAt",
+                code: .invalidOrder,
+                reason: "is before createdAt"
+            )
+        ) {
+            try Customer(
+                givenName: "A",
+                familyName: "B",
+                createdAt: Self.created,
+                updatedAt: Self.created.addingTimeInterval(-1)
+            )
         }
     }
 
     @Test("a customer round-trips through JSON, optionals left out")
     func roundTripCustomer() throws {
         let full = try Customer(
-            givenName: "Jana", familyName: "Novák", email: EmailAddress("jana@example.com"),
-            phone: PhoneNumber("+49 30 1234567"), note: "VIP", createdAt: Self.created,
-            updatedAt: date("2026-02-01T08:00:00.250Z"))
+            givenName: "Jana",
+            familyName: "Novák",
+            email: EmailAddress("jana@example.com"),
+            phone: PhoneNumber("+49 30 1234567"),
+            note: "VIP",
+            createdAt: Self.created,
+            updatedAt: date("2026-02-01T08:00:00.250Z")
+        )
         #expect(try roundTrip(full) == full)
         let bare = try Customer(givenName: "Sam", familyName: "Lee", createdAt: Self.created)
         let json = String(decoding: try JSONEncoder.shopfloor.encode(bare), as: UTF8.self)

@@ -18,7 +18,8 @@ struct RFC3339Tests {
             ("2024-02-29T12:00:00Z", 1_709_208_000),
             ("2000-02-29T00:00:00Z", 951_782_400),
             ("2016-12-31T23:59:60Z", 1_483_228_800),
-        ])
+        ]
+    )
     func valid(text: String, seconds: Double) throws {
         let date = try RFC3339.date(from: text)
         #expect(abs(date.timeIntervalSince1970 - seconds) < 0.000_01)
@@ -46,12 +47,14 @@ struct RFC3339Tests {
             ("2026-01-01", .invalidFormat),
             ("", .invalidFormat),
             ("2026-01-01T10:00:00Zjunk", .invalidFormat),
-        ])
+        ]
+    )
     func invalid(text: String, code: ValidationError.Code) {
         #expect {
             try RFC3339.date(from: text, field: "startsAt")
         } throws: { error in
-            (error as? ValidationError)?.code == code && (error as? ValidationError)?.field == "startsAt"
+            (error as? ValidationError)?.code == code
+                && (error as? ValidationError)?.field == "startsAt"
         }
     }
 
@@ -64,21 +67,31 @@ struct RFC3339Tests {
             (-0.5, "1969-12-31T23:59:59.500Z"),
             (951_782_400, "2000-02-29T00:00:00.000Z"),
             (253_402_300_799, "9999-12-31T23:59:59.000Z"),
-        ])
+        ]
+    )
     func encodeForm(seconds: Double, text: String) {
         #expect(RFC3339.string(from: Date(timeIntervalSince1970: seconds)) == text)
     }
 
-    @Test("every day of four years round-trips through the encoder", arguments: [1999, 2000, 2024, 2100])
+    @Test(
+        "every day of four years round-trips through the encoder",
+        arguments: [1999, 2000, 2024, 2100]
+    )
     func roundTripDays(year: Int) throws {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        var day = calendar.date(from: DateComponents(year: year, month: 1, day: 1, hour: 13, minute: 7, second: 9))!
+        var day = calendar.date(
+            from: DateComponents(year: year, month: 1, day: 1, hour: 13, minute: 7, second: 9)
+        )!
         for _ in 0..<366 {
             let text = RFC3339.string(from: day)
             #expect(try RFC3339.date(from: text) == day)
             let parts = calendar.dateComponents([.year, .month, .day], from: day)
-            #expect(text.hasPrefix(String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)))
+            #expect(
+                text.hasPrefix(
+                    String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
+                )
+            )
             day = calendar.date(byAdding: .day, value: 1, to: day)!
         }
     }

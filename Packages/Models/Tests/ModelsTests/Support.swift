@@ -16,7 +16,9 @@ struct SplitMix64: RandomNumberGenerator {
 
 enum Fixture {
     static func data(_ name: String) throws -> Data {
-        let url = try #require(Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Resources"))
+        let url = try #require(
+            Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Resources")
+        )
         return try Data(contentsOf: url)
     }
 }
