@@ -3,7 +3,7 @@ public import Foundation
 /// A customer of a store, as reservations and forms refer to them.
 ///
 /// Rules (checked by ``validate()``, the initialiser and decoding): names non-empty, single
-/// line, at most 200 characters; `note` at most 2000 characters; `version` ≥ 1; `updatedAt` not
+/// line, at most 200 characters; `note` at most 2000 characters; `version` in 1…2⁵³; `updatedAt` not
 /// before `createdAt`. `email` and `phone` are validated by their types.
 public struct Customer: Sendable, Hashable, Codable, Identifiable {
     /// The customer's id.
@@ -54,8 +54,9 @@ public struct Customer: Sendable, Hashable, Codable, Identifiable {
 
     /// Checks the rules in the type's documentation.
     public func validate() throws(ValidationError) {
-        guard version >= 1 else {
-            throw ValidationError(field: "version", code: .outOfRange, reason: "must be 1 or more")
+        guard ModelLimits.version.contains(version) else {
+            throw ValidationError(
+                field: "version", code: .outOfRange, reason: "\(version) is outside 1…2^53")
         }
         try Check.name(givenName, field: "givenName")
         try Check.name(familyName, field: "familyName")

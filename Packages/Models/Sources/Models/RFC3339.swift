@@ -4,7 +4,8 @@ public import Foundation
 ///
 /// - Encoding always writes UTC with exactly three fractional digits:
 ///   `2026-11-23T07:05:09.120Z`. The instant is rounded to the nearest millisecond, so strings
-///   sort in time order.
+///   sort in time order. Instants outside the years 0000–9999, which RFC 3339 cannot write,
+///   are clamped to that range.
 /// - Decoding accepts `T` or `t` between date and time, any number of fractional digits
 ///   (none included), and `Z`, `z` or a `±HH:MM` offset. The date must exist (2026-02-30 is
 ///   rejected), hours 00–23, minutes 00–59, seconds 00–60 (a leap second `60` is read as the
@@ -12,8 +13,10 @@ public import Foundation
 public enum RFC3339 {
     /// The instant written in the suite's one encode form, e.g. `2026-11-23T07:05:09.120Z`.
     public static func string(from date: Date) -> String {
+        // RFC 3339 has four-digit years: instants outside 0000–9999 (and NaN) are clamped to
+        // that range rather than trapping on the integer conversion.
         let totalMillis = (date.timeIntervalSince1970 * 1000).rounded()
-        let millisInt = Int64(totalMillis)
+        let millisInt = totalMillis.isNaN ? 0 : Int64(min(max(totalMillis, minMillis), maxMillis))
         var days = millisInt / 86_400_000
         var msOfDay = millisInt % 86_400_000
         if msOfDay < 0 {
@@ -42,19 +45,16 @@ public enum RFC3339 {
                 buffer[i] = UInt8(ascii: ascii)
                 i += 1
             }
-            if year < 0 || year > 9999 {
-                // Outside RFC 3339's range; written with a sign so it still parses back.
-                put(year < 0 ? "-" : "+")
-                put(abs(year), digits: 6)
-            } else {
-                put(year, digits: 4)
-            }
+            put(year, digits: 4)
             put("-"); put(month, digits: 2); put("-"); put(day, digits: 2)
             put("T"); put(hour, digits: 2); put(":"); put(minute, digits: 2); put(":")
             put(second, digits: 2); put("."); put(milli, digits: 3); put("Z")
             return i
         }
     }
+
+    private static let minMillis = Double(days(fromCivil: 0, 1, 1)) * 86_400_000
+    private static let maxMillis = Double(days(fromCivil: 10_000, 1, 1)) * 86_400_000 - 1
 
     /// Reads an RFC 3339 date-time. Throws a ``ValidationError`` for `field` naming the problem.
     public static func date(from string: String, field: String = "date") throws(ValidationError)

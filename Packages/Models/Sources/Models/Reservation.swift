@@ -4,7 +4,7 @@ public import Foundation
 ///
 /// Rules (checked by ``validate()``, the initialiser and decoding): `endsAt` after
 /// `startsAt`; `partySize` in ``ModelLimits/partySize`` (1…50); `topic` non-empty, single line,
-/// at most 200 characters; `notes` at most 2000; `version` ≥ 1.
+/// at most 200 characters; `notes` at most 2000; `version` in 1…2⁵³.
 public struct Reservation: Sendable, Hashable, Codable, Identifiable {
     /// The reservation's id.
     public var id: UUID
@@ -69,8 +69,9 @@ public struct Reservation: Sendable, Hashable, Codable, Identifiable {
 
     /// Checks the rules in the type's documentation.
     public func validate() throws(ValidationError) {
-        guard version >= 1 else {
-            throw ValidationError(field: "version", code: .outOfRange, reason: "must be 1 or more")
+        guard ModelLimits.version.contains(version) else {
+            throw ValidationError(
+                field: "version", code: .outOfRange, reason: "\(version) is outside 1…2^53")
         }
         guard endsAt > startsAt else {
             throw ValidationError(

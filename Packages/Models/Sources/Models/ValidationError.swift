@@ -83,6 +83,9 @@ public enum ModelLimits {
     public static let codeLength = 64
     /// A reservation's party size.
     public static let partySize = 1...50
+    /// Optimistic-concurrency versions: positive and within the integers a JavaScript client
+    /// reads exactly (2^53), so bumping never overflows.
+    public static let version = 1...(1 << 53)
 }
 
 enum Check {

@@ -147,6 +147,8 @@ struct ReservationTests {
                 "startsAt", .invalidFormat
             ),
             (#""partySize":1"#, #""partySize":0"#, "partySize", .outOfRange),
+            (#""version":1"#, #""version":0"#, "version", .outOfRange),
+            (#""version":1"#, #""version":9223372036854775807"#, "version", .outOfRange),
             (#""status":"requested""#, #""status":"pending""#, "status", .unknownValue),
             (
                 #""topic":"Suit fitting""#, #""topic":"\#(String(repeating: "x", count: 201))""#,
