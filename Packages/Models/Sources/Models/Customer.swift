@@ -56,7 +56,10 @@ public struct Customer: Sendable, Hashable, Codable, Identifiable {
     public func validate() throws(ValidationError) {
         guard ModelLimits.version.contains(version) else {
             throw ValidationError(
-                field: "version", code: .outOfRange, reason: "\(version) is outside 1…2^53")
+                field: "version",
+                code: .outOfRange,
+                reason: "\(version) is outside 1…2^53"
+            )
         }
         try Check.name(givenName, field: "givenName")
         try Check.name(familyName, field: "familyName")

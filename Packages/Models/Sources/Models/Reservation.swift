@@ -71,7 +71,10 @@ public struct Reservation: Sendable, Hashable, Codable, Identifiable {
     public func validate() throws(ValidationError) {
         guard ModelLimits.version.contains(version) else {
             throw ValidationError(
-                field: "version", code: .outOfRange, reason: "\(version) is outside 1…2^53")
+                field: "version",
+                code: .outOfRange,
+                reason: "\(version) is outside 1…2^53"
+            )
         }
         guard endsAt > startsAt else {
             throw ValidationError(

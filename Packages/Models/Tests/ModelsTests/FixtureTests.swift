@@ -56,4 +56,44 @@ struct FixtureTests {
                 && !json.contains("warehouse")
         )
     }
+
+    @Test(
+        "oversized or blank strings in a fixture are rejected naming the item and field",
+        arguments: [
+            (
+                #""givenName": "Jana""#, #""givenName": "\#(String(repeating: "J", count: 201))""#,
+                "customers.0.givenName"
+            ),
+            (
+                #""note": "Prefers morning slots.""#,
+                #""note": "\#(String(repeating: "n", count: 2001))""#, "customers.0.note"
+            ),
+            (#""familyName": "Lee""#, #""familyName": " ""#, "customers.1.familyName"),
+            (#""email": "jana.novak@Example.COM""#, #""email": "jana.novak""#, "customers.0.email"),
+            (#""phone": "+1 (415) 555-0100""#, #""phone": "(415) 555-0100""#, "customers.1.phone"),
+            (
+                #""title": "Highlighter""#, #""title": "\#(String(repeating: "H", count: 201))""#,
+                "products.1.title"
+            ),
+            (#""gtin": "036000291452""#, #""gtin": "036000291453""#, "products.2.gtin"),
+            (#""amount": "3""#, #""amount": "3.001""#, "products.2.price.amount"),
+            (
+                #""timeZone": "Europe/Berlin""#, #""timeZone": "Europe/Atlantis""#,
+                "stores.0.timeZone"
+            ),
+            (
+                #""updatedAt": "2026-11-02T17:45:12.5Z""#, #""updatedAt": "2025-03-14T08:29:59Z""#,
+                "customers.0.updatedAt"
+            ),
+        ]
+    )
+    func catalogErrors(original: String, replacement: String, field: String) throws {
+        let text = String(decoding: try Fixture.data("catalog"), as: UTF8.self)
+        #expect(text.contains(original))
+        let error = try decodeFailure(
+            Catalog.self,
+            text.replacingOccurrences(of: original, with: replacement)
+        )
+        #expect(error.field == field)
+    }
 }
