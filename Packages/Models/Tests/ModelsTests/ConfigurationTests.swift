@@ -80,7 +80,8 @@ struct ClientConfigurationTests {
     @Test(
         "flags resolve store > region > market > default",
         arguments: [
-            (berlinStore as UUID?, "DE" as String?, "DE-BE" as String?, true),  // store override wins over region
+            // The store override wins over the region's.
+            (berlinStore as UUID?, "DE" as String?, "DE-BE" as String?, true),
             (UUID(), "DE", "DE-BE", false),  // region override wins over market
             (UUID(), "DE", "DE-HH", true),  // market override
             (UUID(), "FR", "FR-IDF", false),  // default
