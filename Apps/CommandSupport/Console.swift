@@ -16,13 +16,21 @@ public enum Console {
     /// Writes a line to stderr without a prefix (progress, notes).
     public static func note(_ message: String) { write("\(message)\n") }
 
-    /// Writes raw text to stderr.
+    /// Writes raw text to stderr in as few `write(2)` calls as the kernel allows, so lines
+    /// from concurrent tasks do not interleave mid-line.
     public static func write(_ text: String) {
         var text = text
         text.withUTF8 { buffer in
-            _ = fwrite(buffer.baseAddress, 1, buffer.count, stderr)
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return  // stderr closed: nothing useful left to do with a message
+                }
+                offset += written
+            }
         }
-        fflush(stderr)
     }
 
     /// Whether stderr is a terminal (progress is shown only then).

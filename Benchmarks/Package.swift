@@ -1,0 +1,28 @@
+// swift-tools-version: 6.1
+// Benchmarks live outside the product's build graph (as in swift-nio): `make bench` runs
+// them with package-benchmark; `swift build` at the root never builds these dependencies.
+import PackageDescription
+
+let benchmarkPlugin: [Target.PluginUsage] = [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+
+let package = Package(
+    name: "ShopfloorBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(path: "../Packages/Models"),
+        // Packages add `.package(path: "../Packages/<Name>")` here.
+    ],
+    targets: [
+        .executableTarget(
+            name: "ModelsBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Models", package: "Models"),
+            ],
+            path: "Benchmarks/ModelsBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        // Packages add their `.executableTarget(name: "<Name>Benchmarks", ...)` here.
+    ]
+)
