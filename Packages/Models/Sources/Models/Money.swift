@@ -192,6 +192,8 @@ public struct Money: Sendable, Hashable, Codable, CustomStringConvertible {
         try c.encode(currency, forKey: .currency)
     }
 
+    private static let posix = Locale(identifier: "en_US_POSIX")
+
     static func parseAmount(_ text: String) throws(ValidationError) -> Decimal {
         let bytes = Array(text.utf8)
         var i = bytes.first == UInt8(ascii: "-") ? 1 : 0
@@ -205,7 +207,7 @@ public struct Money: Sendable, Hashable, Codable, CustomStringConvertible {
             while i < bytes.count, bytes[i] &- UInt8(ascii: "0") < 10 { i += 1 }
             ok = ok && i > fracStart && i == bytes.count
         }
-        guard ok, let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+        guard ok, let value = Decimal(string: text, locale: posix)
         else {
             throw ValidationError(
                 field: "amount",
