@@ -24,7 +24,11 @@ let package = Package(
         .target(
             name: "SharedDefaults",
             dependencies: [.product(name: "Logging", package: "swift-log")],
-            swiftSettings: swiftSettings
+            // Encoding, decoding and checksumming a store are loops that run 20-50 times
+            // slower unoptimized; the multi-process tests commit thousands of times, so the
+            // library is optimized in debug builds too (it is a local package, so SwiftPM
+            // accepts the flag).
+            swiftSettings: swiftSettings + [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
         .executableTarget(
             name: "SharedDefaultsStressTool",

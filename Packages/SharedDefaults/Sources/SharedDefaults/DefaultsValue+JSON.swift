@@ -36,7 +36,7 @@ extension DefaultsValue {
         if whole == seconds {
             return date.formatted(style)
         }
-        return date.formatted(style.time(includingFractionalSeconds: true))
+        return date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: style.timeZone))
     }
 
     /// Parses an ISO 8601 / RFC 3339 date (`2026-11-23T07:00:00Z`, with or without
@@ -46,7 +46,7 @@ extension DefaultsValue {
         let utc = TimeZone(identifier: "UTC")!
         let styles: [Date.ISO8601FormatStyle] = [
             Date.ISO8601FormatStyle(timeZone: utc),
-            Date.ISO8601FormatStyle(timeZone: utc).time(includingFractionalSeconds: true),
+            Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: utc),
             Date.ISO8601FormatStyle(timeZone: utc).year().month().day(),
         ]
         for style in styles {

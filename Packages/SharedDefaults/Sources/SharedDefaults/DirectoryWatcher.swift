@@ -90,6 +90,9 @@ final class DirectoryWatcher: Sendable {
         thread.start()
     }
 
+    /// Whether the thread has exited and closed its descriptors.
+    var isClosed: Bool { control.state.withLock { $0.exited } }
+
     /// Stops the thread and closes the descriptors; idempotent.
     func stop() {
         let (alreadyStopped, thread) = control.state.withLock { state in

@@ -506,6 +506,8 @@ public final class SharedStore: Sendable {
     /// Whether an inotify watcher is running for this store (for tests and diagnostics).
     public var isWatching: Bool { watcher.withLock { $0 != nil } }
 
+    var currentWatcher: DirectoryWatcher? { watcher.withLock { $0 } }
+
     private func addObserver(
         key: String?,
         deliver: @escaping @Sendable ([DefaultsChange]) -> Void,

@@ -18,7 +18,7 @@ import Foundation
 /// count, UTF-8), 2 int (i64), 3 double (IEEE bits, u64), 4 false, 5 true, 6 date (seconds
 /// since 2001-01-01 as IEEE bits, u64, exactly `Date.timeIntervalSinceReferenceDate`), 7 data
 /// (u32 count, bytes), 8 array (u32 count, values), 9 dictionary (u32 count, then per entry a
-/// u32 key byte count, key UTF-8, value; keys sorted by their UTF-8 bytes).
+/// u32 key byte count, key UTF-8, value; in no particular order).
 enum StoreFormat {
     static let magic: [UInt8] = Array("SFDS".utf8)
     static let version: UInt16 = 1
@@ -74,8 +74,7 @@ enum StoreFormat {
     private static func encodeDictionary(_ entries: [String: DefaultsValue], into out: inout [UInt8]) {
         out.append(Tag.dictionary.rawValue)
         appendLE(UInt32(entries.count), into: &out)
-        // Sorted so the same values always give the same bytes.
-        for (key, value) in entries.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+        for (key, value) in entries {
             appendString(key, into: &out)
             encodeValue(value, into: &out)
         }

@@ -1,0 +1,114 @@
+import Foundation
+import SharedDefaults
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Real child processes (the stress tool) sharing one suite with each other and the test.
+@Suite("Many processes, one suite", .serialized)
+struct ProcessTests {
+    @Test("the stress tool is built next to the tests")
+    func toolExists() {
+        #expect(FileManager.default.isExecutableFile(atPath: stressToolURL.path), "\(stressToolURL.path)")
+    }
+
+    @Test("16 processes x 1,000 increments keep exactly 16,000")
+    func concurrentIncrements() throws {
+        let root = try TemporaryRoot()
+        let children = try (0..<16).map { _ in try Child(["increment", "test", "counter", "1000"], root: root) }
+        for child in children { #expect(child.waitForExit() == 0) }
+        let store = try root.store(refresh: .statEveryRead)
+        #expect(store.int(forKey: "counter") == 16_000)
+        #expect(try !root.files(in: "test").contains { $0.contains("corrupt") })
+    }
+
+    @Test("16 processes x 500 distinct keys keep all 8,000 keys")
+    func concurrentDistinctKeys() throws {
+        let root = try TemporaryRoot()
+        let children = try (0..<16).map { index in
+            try Child(["distinct", "test", "p\(index)", "500"], root: root)
+        }
+        for child in children { #expect(child.waitForExit() == 0) }
+        let values = try root.store(refresh: .statEveryRead).storedValues()
+        #expect(values.count == 8_000)
+        for process in 0..<16 {
+            for index in [0, 250, 499] { #expect(values["p\(process)-\(index)"] == .int(index)) }
+        }
+    }
+
+    @Test("150 kill -9 during writes leave a valid store holding every acknowledged write")
+    func killDuringWrites() throws {
+        let root = try TemporaryRoot()
+        var generator = SystemRandomNumberGenerator()
+        var trials = 0
+        for trial in 0..<150 {
+            let child = try Child(["acked-writes", "test", "n"], root: root)
+            // Let it acknowledge a few writes, then kill it somewhere inside the next ones.
+            var lastAcked = 0
+            let wanted = Int.random(in: 1...4, using: &generator)
+            for _ in 0..<wanted {
+                guard let line = child.nextLine(), let value = Int(line) else { break }
+                lastAcked = value
+            }
+            usleep(UInt32.random(in: 0...3000, using: &generator))
+            kill(child.process.processIdentifier, SIGKILL)
+            _ = child.waitForExit()
+            for line in child.remainingLines() { if let value = Int(line) { lastAcked = max(lastAcked, value) } }
+
+            let log = LogCollector()
+            let store = try root.store(refresh: .statEveryRead, logger: log.logger)
+            let stored = store.int(forKey: "n") ?? 0
+            #expect(stored >= lastAcked, "trial \(trial): stored \(stored) < acknowledged \(lastAcked)")
+            #expect(stored <= lastAcked + 1, "trial \(trial): stored \(stored), acknowledged \(lastAcked)")
+            #expect(log.entries.isEmpty, "trial \(trial): \(log.entries.map(\.1))")
+            trials += 1
+        }
+        #expect(trials == 150)
+        #expect(try !root.files(in: "test").contains { $0.contains("corrupt") })
+    }
+
+    @Test("a watching process sees this process's write")
+    func otherProcessSeesWrite() throws {
+        let root = try TemporaryRoot()
+        let store = try root.store()
+        let watcher = try Child(["watch", "test", "k"], root: root)
+        #expect(watcher.nextLine() == "ready")
+        try store.set(41, forKey: "k")
+        try store.set(42, forKey: "other")
+        try store.set(43, forKey: "k")
+        let first = try #require(watcher.nextLine())
+        #expect(first.hasPrefix("41 ") || first.hasPrefix("43 "))
+        if first.hasPrefix("41 ") { #expect(watcher.nextLine()?.hasPrefix("43 ") == true) }
+        kill(watcher.process.processIdentifier, SIGKILL)
+    }
+
+    @Test("this process observes another process's write with old and new values")
+    func seesOtherProcessWrite() async throws {
+        let root = try TemporaryRoot()
+        let store = try root.store()
+        try store.set(1, forKey: "k")
+        let changes = store.changes(forKey: "k")
+        let writer = try Child(["set", "test", "k", "7"], root: root)
+        #expect(writer.waitForExit() == 0)
+        let change = try #require(await first(of: changes))
+        #expect(change.oldValue == 1)
+        #expect(change.newValue == 7)
+        #expect(store.int(forKey: "k") == 7)
+    }
+
+    @Test("a lock held by a killed process does not block the next writer")
+    func deadLockHolder() throws {
+        let root = try TemporaryRoot()
+        let store = try root.store()
+        try store.set(0, forKey: "n")
+        // A process killed at any moment, even holding the lock, releases it with its death.
+        let child = try Child(["increment", "test", "n", "1000000"], root: root)
+        usleep(50_000)
+        kill(child.process.processIdentifier, SIGKILL)
+        _ = child.waitForExit()
+        let before = store.int(forKey: "n") ?? 0
+        #expect(try store.increment("n") > before)
+    }
+}
