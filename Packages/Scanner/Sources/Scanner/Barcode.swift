@@ -27,7 +27,8 @@ public struct Barcode: Sendable, Hashable, Codable {
     /// The symbology.
     public var symbology: Symbology
     /// The payload as text: UTF-8, with Shift-JIS and ECI designations applied; GS1 element
-    /// strings separated by GS (U+001D). UPC-A is 13 digits with a leading 0, as GS1 transmits it.
+    /// strings separated by GS (U+001D). UPC-A and UPC-E are 13 digits with a leading 0 (UPC-E
+    /// expanded to its UPC-A form), as GS1 transmits them with identifier `]E0`.
     public var text: String
     /// The payload's bytes as encoded in the symbol.
     public var bytes: Data

@@ -230,10 +230,11 @@ public struct ImageBuffer: Sendable {
         do {
             return try Data(contentsOf: url, options: .mappedIfSafe)
         } catch {
-            let reason =
-                FileManager.default.fileExists(atPath: url.path) ? "cannot be read" : "no such file"
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                throw ImageError(code: .unreadable, input: url.path, message: "no such file")
+            }
             throw ImageError(
-                code: .unreadable, input: url.path, message: reason, cause: error.localizedDescription)
+                code: .unreadable, input: url.path, message: "cannot be read", cause: error.localizedDescription)
         }
     }
 }

@@ -52,7 +52,11 @@ enum Fixtures {
 
     /// A DataMatrix PNG from dmtxwrite.
     static func dmtxwrite(_ bytes: Data, extra: [String] = []) throws -> Data {
-        try run("dmtxwrite", ["-f", "PNG"] + extra, input: bytes)
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("code.png")
+        _ = try run("dmtxwrite", ["-o", out.path] + extra, input: bytes)
+        return try Data(contentsOf: out)
     }
 
     /// Converts an image with ImageMagick (`convert - <options> ext:-`).
