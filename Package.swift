@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         // Apps add their `.executable` products here.
+        .executable(name: "suite-defaults", targets: ["suite-defaults"]),
         .executable(name: "scan", targets: ["scan"]),
     ],
     dependencies: [
@@ -21,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // Apps add `.package(path: "Packages/<Name>")` here.
+        .package(path: "Packages/SharedDefaults"),
         .package(path: "Packages/Scanner"),
     ],
     targets: [
@@ -35,6 +37,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Apps add `.executableTarget(name: "<app>", path: "Apps/<app>", ...)` here.
+        .executableTarget(
+            name: "suite-defaults",
+            dependencies: [
+                "CommandSupport",
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/suite-defaults",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "scan",
             dependencies: [
