@@ -30,11 +30,11 @@ let package = Package(
             pkgConfig: "zbar",
             providers: [.apt(["libzbar-dev"])]
         ),
-        // Image files to pixels: PNG through libpng with our own error handlers (libpng
-        // would print to stderr otherwise), every other format through leptonica, silenced.
+        // Image files to pixels: PNG and JPEG through libpng and libjpeg with our own error handlers
+        // (they print to stderr otherwise), every other format through leptonica, silenced.
         .target(
             name: "CImageIO",
-            linkerSettings: [.linkedLibrary("lept"), .linkedLibrary("png16")]
+            linkerSettings: [.linkedLibrary("lept"), .linkedLibrary("png16"), .linkedLibrary("jpeg")]
         ),
         // ZXing-C++ behind a small self-contained C header; only this target sees ZXing's.
         .target(

@@ -4,6 +4,8 @@
 #include "CImageIO.h"
 
 #include <leptonica/allheaders.h>
+#include <jpeglib.h>
+#include <jerror.h>
 #include <png.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -31,7 +33,102 @@ sf_image_format sf_image_sniff(const uint8_t *d, size_t n) {
 }
 
 static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
-static void make_leptonica_quiet(void) { setMsgSeverity(L_SEVERITY_NONE); }
+static void discard_message(const char *text) { (void)text; }
+// Leptonica prints some messages (TIFF stream errors among them) through its stderr
+// handler rather than its severity-filtered macros: silence both.
+static void make_leptonica_quiet(void) {
+    setMsgSeverity(L_SEVERITY_NONE);
+    leptSetStderrHandler(discard_message);
+}
+
+// ---------- JPEG through libjpeg ----------
+// libjpeg's default error manager prints warnings ("Premature end of JPEG file", "Corrupt
+// JPEG data") to stderr; leptonica keeps it. Ours records the message and jumps back.
+
+typedef struct {
+    struct jpeg_error_mgr base;
+    jmp_buf jump;
+    char message[JMSG_LENGTH_MAX];
+    int warnings;
+    int ended_early;
+} jpeg_quiet_error;
+
+static void jpeg_error_exit_fn(j_common_ptr cinfo) {
+    jpeg_quiet_error *err = (jpeg_quiet_error *)cinfo->err;
+    (*cinfo->err->format_message)(cinfo, err->message);
+    longjmp(err->jump, 1);
+}
+
+static void jpeg_emit_fn(j_common_ptr cinfo, int level) {
+    jpeg_quiet_error *err = (jpeg_quiet_error *)cinfo->err;
+    if (level >= 0) return;
+    err->warnings++;
+    if (cinfo->err->msg_code == JWRN_JPEG_EOF) err->ended_early = 1;
+}
+
+static void jpeg_output_fn(j_common_ptr cinfo) { (void)cinfo; }
+
+static sf_image_status jpeg_decode(const uint8_t *d, size_t n, int header_only, uint64_t max_pixels,
+                                   int *w, int *h, sf_image *out, char *msg, size_t ms) {
+    struct jpeg_decompress_struct cinfo;
+    jpeg_quiet_error err;
+    memset(&err, 0, sizeof err);
+    cinfo.err = jpeg_std_error(&err.base);
+    err.base.error_exit = jpeg_error_exit_fn;
+    err.base.emit_message = jpeg_emit_fn;
+    err.base.output_message = jpeg_output_fn;
+    uint8_t *volatile pixels = NULL;
+    if (setjmp(err.jump)) {
+        free(pixels);
+        jpeg_destroy_decompress(&cinfo);
+        set_message(msg, ms, err.message[0] ? err.message : "the JPEG data is invalid");
+        return err.ended_early ? SF_IMAGE_TRUNCATED : SF_IMAGE_CORRUPT;
+    }
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, d, (unsigned long)n);
+    jpeg_read_header(&cinfo, TRUE);
+    *w = (int)cinfo.image_width;
+    *h = (int)cinfo.image_height;
+    if (header_only) {
+        jpeg_destroy_decompress(&cinfo);
+        return SF_IMAGE_OK;
+    }
+    if ((uint64_t)cinfo.image_width * cinfo.image_height > max_pixels) {
+        jpeg_destroy_decompress(&cinfo);
+        return SF_IMAGE_TOO_LARGE;
+    }
+    int grey = cinfo.jpeg_color_space == JCS_GRAYSCALE;
+    cinfo.out_color_space = grey ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_start_decompress(&cinfo);
+    int channels = cinfo.output_components;
+    size_t stride = (size_t)cinfo.output_width * channels;
+    pixels = malloc(stride * cinfo.output_height);
+    if (!pixels) {
+        jpeg_destroy_decompress(&cinfo);
+        return SF_IMAGE_NO_MEMORY;
+    }
+    while (cinfo.output_scanline < cinfo.output_height) {
+        JSAMPROW row = pixels + (size_t)cinfo.output_scanline * stride;
+        if (jpeg_read_scanlines(&cinfo, &row, 1) != 1) break;
+    }
+    // libjpeg decodes a file that ends early as far as it goes and fills the rest with grey;
+    // that is a truncated input, not an image. Other warnings (stray bytes between
+    // markers, common in camera files) leave a usable image.
+    int ended_early = err.ended_early;
+    jpeg_abort_decompress(&cinfo);
+    jpeg_destroy_decompress(&cinfo);
+    if (ended_early) {
+        free(pixels);
+        set_message(msg, ms, "the JPEG data ends early");
+        return SF_IMAGE_TRUNCATED;
+    }
+    out->width = *w;
+    out->height = *h;
+    out->channels = channels;
+    out->stride = (int)stride;
+    out->pixels = pixels;
+    return SF_IMAGE_OK;
+}
 
 // ---------- PNG through libpng ----------
 
@@ -146,6 +243,94 @@ static sf_image_status png_decode(const uint8_t *d, size_t n, sf_image *out, cha
     return SF_IMAGE_OK;
 }
 
+
+// ---------- BMP ----------
+// Leptonica reads only uncompressed BMPs; Windows and ImageMagick write 32-bit BI_BITFIELDS
+// ones. This reader covers uncompressed 1/4/8-bit palette, 16/24/32-bit and bit fields.
+
+static uint32_t le32(const uint8_t *p) { return p[0] | (p[1] << 8) | (p[2] << 16) | ((uint32_t)p[3] << 24); }
+static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+static int mask_shift(uint32_t mask) { int s = 0; if (!mask) return 0; while (!(mask & 1)) { mask >>= 1; s++; } return s; }
+static int mask_bits(uint32_t mask) { int b = 0; mask >>= mask_shift(mask); while (mask & 1) { mask >>= 1; b++; } return b; }
+static uint8_t mask_value(uint32_t v, uint32_t mask) {
+    if (!mask) return 0;
+    uint32_t x = (v & mask) >> mask_shift(mask);
+    int bits = mask_bits(mask);
+    if (bits >= 8) return (uint8_t)(x >> (bits - 8));
+    return (uint8_t)((x * 255) / ((1u << bits) - 1));
+}
+
+static sf_image_status bmp_probe(const uint8_t *d, size_t n, int *w, int *h, char *msg, size_t ms) {
+    if (n < 26) { set_message(msg, ms, "the BMP data ends inside its header"); return SF_IMAGE_TRUNCATED; }
+    uint32_t header = le32(d + 14);
+    if (header == 12) { *w = le16(d + 18); *h = le16(d + 20); }
+    else if (header >= 40 && n >= 54) { *w = (int32_t)le32(d + 18); *h = (int32_t)le32(d + 22); }
+    else { set_message(msg, ms, "the BMP header is unsupported or ends early"); return n < 54 ? SF_IMAGE_TRUNCATED : SF_IMAGE_CORRUPT; }
+    if (*h < 0) *h = -*h;
+    if (*w <= 0 || *h <= 0) { set_message(msg, ms, "the BMP header gives an invalid size"); return SF_IMAGE_CORRUPT; }
+    return SF_IMAGE_OK;
+}
+
+static sf_image_status bmp_decode(const uint8_t *d, size_t n, sf_image *out, char *msg, size_t ms) {
+    int w = 0, h = 0;
+    sf_image_status st = bmp_probe(d, n, &w, &h, msg, ms);
+    if (st != SF_IMAGE_OK) return st;
+    uint32_t header = le32(d + 14);
+    if (header < 40) { set_message(msg, ms, "OS/2 BMP files are not supported"); return SF_IMAGE_CORRUPT; }
+    int top_down = (int32_t)le32(d + 22) < 0;
+    int bpp = le16(d + 28);
+    uint32_t compression = le32(d + 30);
+    uint32_t offset = le32(d + 10);
+    uint32_t rmask = 0, gmask = 0, bmask = 0, amask = 0;
+    if (compression == 3 || compression == 6) {
+        if (n < 14 + 40 + 12) { set_message(msg, ms, "the BMP data ends inside its header"); return SF_IMAGE_TRUNCATED; }
+        rmask = le32(d + 54); gmask = le32(d + 58); bmask = le32(d + 62);
+        if (compression == 6 || header >= 56) amask = n >= 70 ? le32(d + 66) : 0;
+    } else if (compression != 0) {
+        set_message(msg, ms, "compressed (RLE, JPEG or PNG) BMP files are not supported");
+        return SF_IMAGE_CORRUPT;
+    } else if (bpp == 16) { rmask = 0x7c00; gmask = 0x03e0; bmask = 0x001f; }
+    else if (bpp == 32) { rmask = 0x00ff0000; gmask = 0x0000ff00; bmask = 0x000000ff; }
+    if (!(bpp == 1 || bpp == 4 || bpp == 8 || bpp == 16 || bpp == 24 || bpp == 32)) {
+        set_message(msg, ms, "the BMP bit depth is unsupported"); return SF_IMAGE_CORRUPT;
+    }
+    const uint8_t *palette = d + 14 + header + ((compression == 3 && header == 40) ? 12 : 0);
+    uint32_t colors = bpp <= 8 ? le32(d + 46) : 0;
+    if (bpp <= 8 && (colors == 0 || colors > (1u << bpp))) colors = 1u << bpp;
+    if (bpp <= 8 && (size_t)(palette - d) + colors * 4 > n) { set_message(msg, ms, "the BMP palette ends early"); return SF_IMAGE_TRUNCATED; }
+    size_t row_bytes = (((size_t)w * bpp + 31) / 32) * 4;
+    if (offset > n || (n - offset) / row_bytes < (size_t)h) { set_message(msg, ms, "the BMP pixel data ends early"); return SF_IMAGE_TRUNCATED; }
+    int channels = amask ? 4 : 3;
+    size_t stride = (size_t)w * channels;
+    uint8_t *pixels = malloc(stride * (size_t)h);
+    if (!pixels) return SF_IMAGE_NO_MEMORY;
+    for (int y = 0; y < h; y++) {
+        const uint8_t *src = d + offset + (size_t)(top_down ? y : h - 1 - y) * row_bytes;
+        uint8_t *dst = pixels + (size_t)y * stride;
+        for (int x = 0; x < w; x++) {
+            uint8_t r, g, b, a = 255;
+            if (bpp <= 8) {
+                int bitpos = x * bpp;
+                int index = (src[bitpos / 8] >> (8 - bpp - bitpos % 8)) & ((1 << bpp) - 1);
+                if ((uint32_t)index >= colors) index = 0;
+                const uint8_t *c = palette + index * 4;
+                b = c[0]; g = c[1]; r = c[2];
+            } else if (bpp == 24) {
+                b = src[x * 3]; g = src[x * 3 + 1]; r = src[x * 3 + 2];
+            } else {
+                uint32_t v = bpp == 16 ? le16(src + x * 2) : le32(src + x * 4);
+                r = mask_value(v, rmask); g = mask_value(v, gmask); b = mask_value(v, bmask);
+                if (amask) a = mask_value(v, amask);
+            }
+            dst[x * channels] = r; dst[x * channels + 1] = g; dst[x * channels + 2] = b;
+            if (channels == 4) dst[x * channels + 3] = a;
+        }
+    }
+    out->width = w; out->height = h; out->channels = channels; out->stride = (int)stride; out->pixels = pixels;
+    return SF_IMAGE_OK;
+}
+
 // ---------- everything else through leptonica ----------
 
 static sf_image_status pix_to_image(PIX *pix, sf_image *out) {
@@ -220,6 +405,9 @@ sf_image_status sf_image_probe(const uint8_t *data, size_t length, sf_image_form
         return SF_IMAGE_NOT_IMAGE;
     }
     if (f == SF_FORMAT_PNG) return png_probe(data, length, width, height, message, message_size);
+    if (f == SF_FORMAT_BMP) return bmp_probe(data, length, width, height, message, message_size);
+    if (f == SF_FORMAT_JPEG)
+        return jpeg_decode(data, length, 1, 0, width, height, NULL, message, message_size);
     l_int32 fmt = 0, w = 0, h = 0, bps = 0, spp = 0, iscmap = 0;
     if (pixReadHeaderMem(data, length, &fmt, &w, &h, &bps, &spp, &iscmap) != 0 || w <= 0 || h <= 0) {
         set_message(message, message_size, "the image header is unreadable or ends early");
@@ -244,6 +432,8 @@ sf_image_status sf_image_decode(const uint8_t *data, size_t length, uint64_t max
         return SF_IMAGE_TOO_LARGE;
     }
     if (format == SF_FORMAT_PNG) return png_decode(data, length, out, message, message_size);
+    if (format == SF_FORMAT_BMP) return bmp_decode(data, length, out, message, message_size);
+    if (format == SF_FORMAT_JPEG) return jpeg_decode(data, length, 0, max_pixels, &w, &h, out, message, message_size);
     PIX *pix = pixReadMem(data, length);
     if (!pix) {
         set_message(message, message_size, "the image data is truncated or corrupt");

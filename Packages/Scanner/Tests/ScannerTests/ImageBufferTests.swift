@@ -80,7 +80,7 @@ struct ImageBufferTests {
     }
 
     @Test("JPEG, WebP, TIFF, GIF, PNM and BMP decode through leptonica", arguments: [
-        "jpg", "webp", "tif", "gif", "pgm", "ppm", "bmp3",
+        "jpg", "webp", "tif", "gif", "pgm", "ppm", "bmp", "bmp3",
     ])
     func otherFormats(ext: String) throws {
         let png = try Fixtures.qrencode("format \(ext)", extra: ["-s", "6"])
