@@ -7,6 +7,7 @@
 //   SharedDefaultsStressTool acked-writes SUITE KEY         sets KEY to 1, 2, 3... forever,
 //                                                           printing each value once durable
 //   SharedDefaultsStressTool set SUITE KEY INT              sets KEY to INT
+//   SharedDefaultsStressTool timed-writes SUITE COUNT stat|notify   prints write latency
 //   SharedDefaultsStressTool watch SUITE KEY                prints "ready", then one line
 //                                                           "<new value> <now µs>" per change
 import Foundation
@@ -60,6 +61,21 @@ do {
             try store.set(value, forKey: arguments[2])
             line(String(value))
         }
+    case "timed-writes":
+        guard arguments.count == 4, let count = Int(arguments[2]) else { fail("timed-writes SUITE COUNT stat|notify") }
+        let store = try SharedStore(
+            suite: suite,
+            refresh: arguments[3] == "stat" ? .statEveryRead : .notifications,
+            logger: logger
+        )
+        var times: [Int] = []
+        for index in 0..<count {
+            let start = nowMicros()
+            try store.set(index, forKey: "timed")
+            times.append(nowMicros() - start)
+        }
+        times.sort()
+        line("p50 \(times[count / 2]) µs, p90 \(times[count * 9 / 10]) µs, p99 \(times[count * 99 / 100]) µs")
     case "set":
         guard arguments.count == 4, let value = Int(arguments[3]) else { fail("set SUITE KEY INT") }
         let store = try SharedStore(suite: suite, refresh: .statEveryRead, logger: logger)
