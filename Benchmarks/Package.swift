@@ -12,6 +12,7 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(path: "../Packages/Models"),
         // Packages add `.package(path: "../Packages/<Name>")` here.
+        .package(path: "../Packages/SharedDefaults"),
     ],
     targets: [
         .executableTarget(
@@ -24,5 +25,21 @@ let package = Package(
             plugins: benchmarkPlugin
         ),
         // Packages add their `.executableTarget(name: "<Name>Benchmarks", ...)` here.
+        .executableTarget(
+            name: "SharedDefaultsBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
+            ],
+            path: "Benchmarks/SharedDefaultsBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        // Run by compare/shared-defaults-vs-userdefaults.sh: real processes, both stores.
+        .executableTarget(
+            name: "SharedDefaultsCompare",
+            dependencies: [.product(name: "SharedDefaults", package: "SharedDefaults")],
+            path: "Benchmarks/SharedDefaultsCompare",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )
