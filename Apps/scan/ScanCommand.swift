@@ -77,6 +77,7 @@ struct ScanCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let interrupt = InterruptWatch()
         let logger = common.makeLogger(label: "shopfloor.scan")
         let options = BarcodeScanOptions(
             symbologies: symbologies?.set ?? Set(Symbology.allCases),
@@ -93,7 +94,6 @@ struct ScanCommand: AsyncParsableCommand {
             barcodes: BarcodeReader(options: options, logger: logger),
             limits: ImageLimits(maximumPixelCount: maxMegapixels * 1_000_000))
         let writer = RecordWriter(format: format)
-        let interrupt = InterruptWatch()
         let progress = Progress(total: collected.inputs.count, enabled: !common.quiet && Console.stderrIsTerminal)
         var sawEmpty = false
         var symbolCount = 0

@@ -1,0 +1,221 @@
+import CommandSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `scan` binary, run as a user runs it: real files, real pipes, real exit codes.
+enum ScanTool {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// The build products directory holds both this test bundle and the apps.
+    static var binary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("scan")
+    }
+
+    /// The barcode corpus: $SHOPFLOOR_CORPUS/barcodes, else <repo>/../shared/corpus/barcodes.
+    static var corpus: URL {
+        if let root = ProcessInfo.processInfo.environment["SHOPFLOOR_CORPUS"], !root.isEmpty {
+            return URL(fileURLWithPath: root).appendingPathComponent("barcodes")
+        }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/corpus/barcodes")
+    }
+
+    static func run(_ arguments: [String], stdin: Data? = nil, interruptAfter: Double? = nil) throws -> Run {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        let input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(stdin) }
+        try? input.fileHandleForWriting.close()
+        if let interruptAfter {
+            Thread.sleep(forTimeInterval: interruptAfter)
+            kill(process.processIdentifier, SIGINT)
+        }
+        // Read both pipes concurrently so neither fills up and blocks the child.
+        let errData = Mutexed<Data>(Data())
+        let reader = Thread { errData.value = err.fileHandleForReading.readDataToEndOfFile() }
+        reader.start()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while !errData.done { Thread.sleep(forTimeInterval: 0.01) }
+        return Run(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData.value, as: UTF8.self))
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("scan-it-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+}
+
+/// A value written once by a reader thread and read after it finishes.
+final class Mutexed<T>: @unchecked Sendable {
+    // Safe: `value` is written once by one thread before `done` is set, and read only after
+    // the reader has seen `done` under the lock.
+    private let lock = NSLock()
+    private var stored: T
+    private var finished = false
+    init(_ value: T) { stored = value }
+    var value: T {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue; finished = true } }
+    }
+    var done: Bool { lock.withLock { finished } }
+}
+
+@Suite("scan command", .serialized)
+struct ScanCommandTests {
+    let upca = ScanTool.corpus.appendingPathComponent("upca-1/2.webp").path
+    let qr = ScanTool.corpus.appendingPathComponent("qrcode-2/1.png").path
+    let empty = ScanTool.corpus.appendingPathComponent("falsepositives-1/01.webp").path
+
+    @Test("text output is zbarimg's TYPE:payload, with UPC-A as 13 digits; exit 0")
+    func textOutput() throws {
+        let run = try ScanTool.run(["--quiet", upca])
+        #expect(run.status == 0)
+        #expect(run.stdout == "UPC-A:0036602301467\n")
+        #expect(run.stderr.isEmpty)
+    }
+
+    @Test("--version prints the suite's version")
+    func version() throws {
+        let run = try ScanTool.run(["--version"])
+        #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == SuiteVersion.current)
+    }
+
+    @Test("jsonl: one object per input in input order, error null or a message")
+    func jsonl() throws {
+        let dir = try ScanTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let notImage = dir.appendingPathComponent("notes.png")
+        try Data("just text".utf8).write(to: notImage)
+        let run = try ScanTool.run(["--format", "jsonl", "--quiet", upca, notImage.path, empty])
+        #expect(run.status == 1)
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        try #require(lines.count == 3)
+        let objects = try lines.map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(objects.map { $0["file"] as? String } == [upca, notImage.path, empty])
+        let symbol = try #require((objects[0]["symbols"] as? [[String: Any]])?.first)
+        #expect(symbol["format"] as? String == "UPCA")
+        #expect(symbol["text"] as? String == "0036602301467")
+        #expect(symbol["bytesBase64"] as? String == Data("0036602301467".utf8).base64EncodedString())
+        #expect((symbol["points"] as? [[Int]])?.count == 4)
+        #expect(["zxing", "zbar"].contains(symbol["engine"] as? String))
+        #expect(objects[0]["error"] is NSNull)
+        #expect((objects[1]["error"] as? String)?.contains("not an image") == true)
+        #expect((objects[2]["symbols"] as? [Any])?.isEmpty == true)
+        #expect(run.stderr.hasPrefix("error: \(notImage.path)"))
+    }
+
+    @Test("csv: header file,format,text and RFC 4180 quoting")
+    func csv() throws {
+        let multiline = ScanTool.corpus.appendingPathComponent("qrcode-2/16.webp").path
+        let run = try ScanTool.run(["-f", "csv", "-q", upca, multiline])
+        #expect(run.status == 0)
+        #expect(run.stdout.hasPrefix("file,format,text\n\(upca),UPCA,0036602301467\n\(multiline),QRCode,\""))
+    }
+
+    @Test("exit codes: 4 when a readable input has no symbol, 1 when one is unreadable (1 wins)")
+    func exitCodes() throws {
+        #expect(try ScanTool.run(["-q", upca, empty]).status == 4)
+        #expect(try ScanTool.run(["-q", upca, empty, "/no/such/file.png"]).status == 1)
+        #expect(try ScanTool.run(["-q", upca, qr]).status == 0)
+    }
+
+    @Test("usage errors exit 64", arguments: [
+        [String](), ["--jobs", "0", "x.png"], ["--symbologies", "nonsense", "x.png"], ["--format", "xml", "x.png"],
+        ["--region", "1,2,3", "x.png"], ["-", "-"],
+    ])
+    func usage(arguments: [String]) throws {
+        #expect(try ScanTool.run(arguments).status == 64)
+    }
+
+    @Test("- reads one image from stdin")
+    func stdin() throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: upca))
+        let run = try ScanTool.run(["--format", "jsonl", "-q", "-"], stdin: data)
+        #expect(run.status == 0)
+        #expect(run.stdout.hasPrefix("{\"file\":\"-\",\"symbols\":[{\"format\":\"UPCA\""))
+    }
+
+    @Test("directories need --recursive, which finds images in subdirectories in sorted order")
+    func recursive() throws {
+        let dir = try ScanTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sub = dir.appendingPathComponent("b-sub")
+        try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: upca, toPath: sub.appendingPathComponent("code.webp").path)
+        try FileManager.default.copyItem(atPath: qr, toPath: dir.appendingPathComponent("a.png").path)
+        try Data("skip me".utf8).write(to: dir.appendingPathComponent("readme.txt"))
+
+        let flat = try ScanTool.run(["-q", dir.path])
+        #expect(flat.status == 1)
+        #expect(flat.stderr.contains("--recursive"))
+
+        let deep = try ScanTool.run(["-q", "-r", "-f", "csv", dir.path])
+        #expect(deep.status == 0)
+        let files = deep.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: ",").first.map(String.init) ?? "" }
+        #expect(files == [dir.path + "/a.png", dir.path + "/b-sub/code.webp"])
+    }
+
+    @Test("--symbologies limits what is reported")
+    func symbologies() throws {
+        let run = try ScanTool.run(["-q", "--symbologies", "qr,datamatrix", upca])
+        #expect(run.status == 4)
+        #expect(run.stdout.isEmpty)
+    }
+
+    @Test("bad inputs give one error line each and no library noise on stderr")
+    func badInputs() throws {
+        let dir = try ScanTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let png = try Data(contentsOf: URL(fileURLWithPath: qr))
+        let jpeg = try Data(contentsOf: ScanTool.corpus.appendingPathComponent("qrcode-2/high-res-1.jpg"))
+        var huge = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8))
+        huge.append(contentsOf: [0, 0, 0xEA, 0x60, 0, 0, 0xEA, 0x60, 8, 0, 0, 0, 0, 0, 0, 0, 0])
+        let files: [(String, Data)] = [
+            ("empty.png", Data()), ("truncated.png", png.prefix(png.count / 2)),
+            ("truncated.jpg", jpeg.prefix(jpeg.count / 2)), ("text.png", Data("hello\n".utf8)),
+            ("huge.png", huge),
+        ]
+        var paths: [String] = []
+        for (name, data) in files {
+            let url = dir.appendingPathComponent(name)
+            try data.write(to: url)
+            paths.append(url.path)
+        }
+        let run = try ScanTool.run(["-q"] + paths + [dir.path])
+        #expect(run.status == 1)
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.count == paths.count + 1, "\(run.stderr)")
+        #expect(lines.allSatisfy { $0.hasPrefix("error: ") }, "\(run.stderr)")
+        #expect(run.stderr.contains("60000 x 60000"))
+    }
+
+    @Test("SIGINT stops the scan, keeps what was printed whole, and exits 130")
+    func interrupt() throws {
+        // Images with no symbol run every fallback pass: slow enough to interrupt midway.
+        let many = Array([[String]](repeating: [qr, empty], count: 400).joined())
+        let run = try ScanTool.run(["-q", "--jobs", "1", "-f", "csv"] + many, interruptAfter: 1.5)
+        #expect(run.status == 130)
+        let rows = run.stdout.split(separator: "\n").dropFirst()
+        #expect(rows.count < 400)
+        #expect(rows.allSatisfy { $0.hasPrefix("\(qr),QRCode,") })
+    }
+}
