@@ -61,7 +61,11 @@ final class Child {
             }
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else { return nil }
-            var descriptor = pollfd(fd: pipe.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            var descriptor = pollfd(
+                fd: pipe.fileHandleForReading.fileDescriptor,
+                events: Int16(POLLIN),
+                revents: 0
+            )
             guard poll(&descriptor, 1, Int32(remaining * 1000) + 1) > 0 else { continue }
             var chunk = [UInt8](repeating: 0, count: 4096)
             let count = read(descriptor.fd, &chunk, chunk.count)
@@ -165,13 +169,16 @@ struct Results {
 /// missing or not a property list.
 func userDefaultsFile(home: String) -> [String: Int]? {
     guard let data = try? Data(contentsOf: URL(fileURLWithPath: home + "/.config/bench.plist")),
-        let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
+        let plist = try? PropertyListSerialization.propertyList(from: data, format: nil)
+            as? [String: Any]
     else { return nil }
     return plist.compactMapValues { ($0 as? NSNumber)?.intValue }
 }
 
 func freshHome(_ name: String) -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("sd-compare-\(getpid())-\(name)").path
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "sd-compare-\(getpid())-\(name)"
+    ).path
     try? FileManager.default.removeItem(atPath: path)
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     chmod(path, 0o700)
@@ -242,7 +249,9 @@ func measure(_ kind: Kind) throws -> Results {
     for child in incrementers { child.process.waitUntilExit() }
     results.expected = processes * each
     switch kind {
-    case .shared: results.kept = try SharedStore(suite: "bench", refresh: .statEveryRead).int(forKey: "counter") ?? 0
+    case .shared:
+        results.kept =
+            try SharedStore(suite: "bench", refresh: .statEveryRead).int(forKey: "counter") ?? 0
     case .ud:
         // Read the file itself: this process's own UserDefaults may serve its cached copy.
         results.kept = userDefaultsFile(home: home)?["counter"] ?? 0
@@ -289,13 +298,21 @@ func measure(_ kind: Kind) throws -> Results {
         }
         usleep(UInt32.random(in: 0...3000))
         child.kill9()
-        while let text = child.nextLine(timeout: 0.05), let value = Int(text) { acked = max(acked, value) }
+        while let text = child.nextLine(timeout: 0.05), let value = Int(text) {
+            acked = max(acked, value)
+        }
         switch kind {
         case .shared:
-            let before = (try? FileManager.default.contentsOfDirectory(atPath: killHome + "/shopfloor/bench")) ?? []
+            let before =
+                (try? FileManager.default.contentsOfDirectory(atPath: killHome + "/shopfloor/bench"))
+                ?? []
             let store = try SharedStore(suite: "bench", refresh: .statEveryRead)
-            let after = (try? FileManager.default.contentsOfDirectory(atPath: killHome + "/shopfloor/bench")) ?? []
-            if after.filter({ $0.contains("corrupt") }).count > before.filter({ $0.contains("corrupt") }).count {
+            let after =
+                (try? FileManager.default.contentsOfDirectory(atPath: killHome + "/shopfloor/bench"))
+                ?? []
+            if after.filter({ $0.contains("corrupt") }).count
+                > before.filter({ $0.contains("corrupt") }).count
+            {
                 results.corrupt += 1
             }
             if (store.int(forKey: "n") ?? 0) < acked { results.lostAcked += 1 }
@@ -324,9 +341,15 @@ func report() throws {
     line("")
     line("| measure | target | SharedStore | UserDefaults |")
     line("|---|---|---|---|")
-    line("| read from memory | <= 200 ns | \(format(shared.readNanos, "ns")) | \(format(defaults.readNanos, "ns"))\(ratio(shared.readNanos, defaults.readNanos)) |")
-    line("| durable write p50 | <= 2 ms | \(format(shared.writeP50, "ms")) | \(format(defaults.writeP50, "ms")) (set + synchronize, not fsynced) |")
-    line("| durable write p99 | | \(format(shared.writeP99, "ms")) | \(format(defaults.writeP99, "ms")) |")
+    line(
+        "| read from memory | <= 200 ns | \(format(shared.readNanos, "ns")) | \(format(defaults.readNanos, "ns"))\(ratio(shared.readNanos, defaults.readNanos)) |"
+    )
+    line(
+        "| durable write p50 | <= 2 ms | \(format(shared.writeP50, "ms")) | \(format(defaults.writeP50, "ms")) (set + synchronize, not fsynced) |"
+    )
+    line(
+        "| durable write p99 | | \(format(shared.writeP99, "ms")) | \(format(defaults.writeP99, "ms")) |"
+    )
     line(
         "| 8 processes x 500 increments kept | 100% | \(shared.kept)/\(shared.expected) (\(100 * shared.kept / max(shared.expected, 1))%) | \(defaults.kept)/\(defaults.expected) (\(100 * defaults.kept / max(defaults.expected, 1))%) |"
     )
@@ -336,9 +359,15 @@ func report() throws {
     line(
         "| change seen by another process p99 | <= 50 ms | \(format(shared.notifyP99, "ms")) | \(defaults.notified == 0 ? "never" : format(defaults.notifyP99, "ms")) |"
     )
-    line("| changes seen / made | | \(shared.notified)/\(shared.notifyTrials) | \(defaults.notified)/\(defaults.notifyTrials) |")
-    line("| kill -9 during writes: corrupt stores | 0 | \(shared.corrupt)/\(shared.killTrials) | \(defaults.corrupt)/\(defaults.killTrials) |")
-    line("| kill -9 during writes: acknowledged write lost | 0 | \(shared.lostAcked)/\(shared.killTrials) | \(defaults.lostAcked)/\(defaults.killTrials) |")
+    line(
+        "| changes seen / made | | \(shared.notified)/\(shared.notifyTrials) | \(defaults.notified)/\(defaults.notifyTrials) |"
+    )
+    line(
+        "| kill -9 during writes: corrupt stores | 0 | \(shared.corrupt)/\(shared.killTrials) | \(defaults.corrupt)/\(defaults.killTrials) |"
+    )
+    line(
+        "| kill -9 during writes: acknowledged write lost | 0 | \(shared.lostAcked)/\(shared.killTrials) | \(defaults.lostAcked)/\(defaults.killTrials) |"
+    )
     line("")
     line("Notification latency counts from the start of the writer's durable commit. UserDefaults'")
     line("watcher polls synchronize() every 1 ms, since it has no cross-process notification.")
@@ -347,7 +376,8 @@ func report() throws {
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch arguments.first {
-    case "child-increment": try childIncrement(Kind(rawValue: arguments[1])!, count: Int(arguments[2])!)
+    case "child-increment":
+        try childIncrement(Kind(rawValue: arguments[1])!, count: Int(arguments[2])!)
     case "child-watch": try await childWatch(Kind(rawValue: arguments[1])!)
     case "child-acked": try childAcked(Kind(rawValue: arguments[1])!)
     default: try report()
