@@ -109,6 +109,10 @@ public final class BarcodeReader: Sendable {
         if shortSide > 900 {
             list.append(both("downscale x0.5", first) { g in GreyOps.scaled(g, by: 0.5) })
         }
+        // Out-of-focus 1D codes: unsharp masking restores their bar edges.
+        list.append(both("sharpen 1D", first, only: \.isLinear) { g in
+            (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
+        })
         list.append(zbar("zbar blur") { g in (GreyOps.blurred(g), .identity) })
 
         // Thorough: contrast, 45° rotations, inversion for zbar, fixed threshold.

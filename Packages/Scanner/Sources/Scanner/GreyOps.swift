@@ -35,11 +35,25 @@ enum GreyOps {
         var out = [UInt8](repeating: 0, count: w * h)
         g.pixels.withUnsafeBufferPointer { src in
             if factor >= 1 {
-                for y in 0..<h {
-                    let sy = min(g.height - 1, Int(Double(y) / factor))
-                    for x in 0..<w {
-                        let sx = min(g.width - 1, Int(Double(x) / factor))
-                        out[y * w + x] = src[sy * g.stride + sx]
+                // Bilinear: interpolated edges give the decoders sub-pixel positions that
+                // copying pixels would not.
+                let maxX = g.width - 1
+                let maxY = g.height - 1
+                out.withUnsafeMutableBufferPointer { o in
+                    for y in 0..<h {
+                        let fy = max(0, (Double(y) + 0.5) / factor - 0.5)
+                        let y0 = min(maxY, Int(fy))
+                        let y1 = min(maxY, y0 + 1)
+                        let wy = Int((fy - Double(y0)) * 256)
+                        for x in 0..<w {
+                            let fx = max(0, (Double(x) + 0.5) / factor - 0.5)
+                            let x0 = min(maxX, Int(fx))
+                            let x1 = min(maxX, x0 + 1)
+                            let wx = Int((fx - Double(x0)) * 256)
+                            let top = Int(src[y0 * g.stride + x0]) * (256 - wx) + Int(src[y0 * g.stride + x1]) * wx
+                            let bottom = Int(src[y1 * g.stride + x0]) * (256 - wx) + Int(src[y1 * g.stride + x1]) * wx
+                            o[y * w + x] = UInt8((top * (256 - wy) + bottom * wy) >> 16)
+                        }
                     }
                 }
             } else {
@@ -113,6 +127,58 @@ enum GreyOps {
                     let down = (y < h - 1 ? y + 1 : y) * w
                     for x in 0..<w {
                         o[mid + x] = UInt8((UInt32(r[up + x]) + UInt32(r[mid + x]) + UInt32(r[down + x])) / 9)
+                    }
+                }
+            }
+        }
+        return ImageBuffer(uncheckedWidth: w, height: h, format: .grey, stride: w, pixels: out)
+    }
+
+    /// Unsharp masking: `g + amount × (g − blur(g))`, the blur three box passes of `radius`
+    /// (close to a Gaussian). Restores edges of out-of-focus 1D codes.
+    static func sharpened(_ g: ImageBuffer, radius: Int, amount: Double) -> ImageBuffer {
+        var blurred = g
+        for _ in 0..<3 { blurred = boxBlurred(blurred, radius: radius) }
+        let k = Int(amount * 256)
+        var out = [UInt8](repeating: 0, count: g.width * g.height)
+        for y in 0..<g.height {
+            for x in 0..<g.width {
+                let v = Int(g.pixels[y * g.stride + x])
+                let b = Int(blurred.pixels[y * blurred.stride + x])
+                out[y * g.width + x] = UInt8(max(0, min(255, v + ((v - b) * k) >> 8)))
+            }
+        }
+        return ImageBuffer(uncheckedWidth: g.width, height: g.height, format: .grey, stride: g.width, pixels: out)
+    }
+
+    /// A separable box blur of any radius with running sums (edges clamp).
+    static func boxBlurred(_ g: ImageBuffer, radius r: Int) -> ImageBuffer {
+        let w = g.width
+        let h = g.height
+        let n = 2 * r + 1
+        var tmp = [UInt8](repeating: 0, count: w * h)
+        var out = [UInt8](repeating: 0, count: w * h)
+        g.pixels.withUnsafeBufferPointer { src in
+            tmp.withUnsafeMutableBufferPointer { t in
+                for y in 0..<h {
+                    let row = y * g.stride
+                    var sum = 0
+                    for i in -r...r { sum += Int(src[row + min(w - 1, max(0, i))]) }
+                    for x in 0..<w {
+                        t[y * w + x] = UInt8(sum / n)
+                        sum += Int(src[row + min(w - 1, x + r + 1)]) - Int(src[row + max(0, x - r)])
+                    }
+                }
+            }
+        }
+        tmp.withUnsafeBufferPointer { t in
+            out.withUnsafeMutableBufferPointer { o in
+                for x in 0..<w {
+                    var sum = 0
+                    for i in -r...r { sum += Int(t[min(h - 1, max(0, i)) * w + x]) }
+                    for y in 0..<h {
+                        o[y * w + x] = UInt8(sum / n)
+                        sum += Int(t[min(h - 1, y + r + 1) * w + x]) - Int(t[max(0, y - r) * w + x])
                     }
                 }
             }
