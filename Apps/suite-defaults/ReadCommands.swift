@@ -25,7 +25,9 @@ struct Read: ParsableCommand {
                 return
             }
             guard let value = store.storedValues()[key] else {
-                throw CommandFailure.notFound("key '\(key)' does not exist in suite '\(store.suiteName)'")
+                throw CommandFailure.notFound(
+                    "key '\(key)' does not exist in suite '\(store.suiteName)'"
+                )
             }
             emit(global.common.json ? value.jsonText(pretty: true) : value.plainText)
         }
@@ -35,7 +37,8 @@ struct Read: ParsableCommand {
 struct ReadType: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "read-type",
-        abstract: "Print the type of a key's value (string, integer, float, boolean, date, data, array, dictionary).",
+        abstract:
+            "Print the type of a key's value (string, integer, float, boolean, date, data, array, dictionary).",
         discussion: "Exits 3 when KEY has no value."
     )
 
@@ -46,10 +49,15 @@ struct ReadType: ParsableCommand {
         try reporting {
             let store = try global.openStore()
             guard let value = store.storedValues()[key] else {
-                throw CommandFailure.notFound("key '\(key)' does not exist in suite '\(store.suiteName)'")
+                throw CommandFailure.notFound(
+                    "key '\(key)' does not exist in suite '\(store.suiteName)'"
+                )
             }
             if global.common.json {
-                emit(DefaultsValue.dictionary(["key": .string(key), "type": .string(value.typeName)]).jsonText())
+                emit(
+                    DefaultsValue.dictionary(["key": .string(key), "type": .string(value.typeName)])
+                        .jsonText()
+                )
             } else {
                 emit("Type is \(value.typeName)")
             }
@@ -59,7 +67,8 @@ struct ReadType: ParsableCommand {
 
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write the suite to FILE (or stdout with -) as an XML property list, or JSON with --json.",
+        abstract:
+            "Write the suite to FILE (or stdout with -) as an XML property list, or JSON with --json.",
         discussion: """
             JSON is one flat object, {"key": value}, with values as `read --json` gives them \
             (dates RFC 3339, data base64). A suite never written exports {} (or an empty \
@@ -74,7 +83,8 @@ struct Export: ParsableCommand {
         try reporting {
             let store = try global.openStore()
             let suite = DefaultsValue.dictionary(store.storedValues())
-            let text = global.common.json ? suite.jsonText(pretty: true) + "\n" : suite.propertyListXML()
+            let text =
+                global.common.json ? suite.jsonText(pretty: true) + "\n" : suite.propertyListXML()
             if file == "-" {
                 FileHandle.standardOutput.write(Data(text.utf8))
                 return
@@ -140,14 +150,18 @@ struct Find: ParsableCommand {
                 for key in values.keys.sorted() {
                     let value = values[key]!
                     let text = value.jsonText()
-                    guard key.localizedCaseInsensitiveContains(word) || text.localizedCaseInsensitiveContains(word)
+                    guard
+                        key.localizedCaseInsensitiveContains(word)
+                            || text.localizedCaseInsensitiveContains(word)
                     else { continue }
                     items.append(["suite": .string(suite), "key": .string(key), "value": value])
                     lines.append("\(suite) \(key) = \(text)")
                 }
             }
             if global.common.json {
-                emit("{\"items\":" + DefaultsValue.array(items).jsonText() + ",\"nextCursor\":null}")
+                emit(
+                    "{\"items\":" + DefaultsValue.array(items).jsonText() + ",\"nextCursor\":null}"
+                )
             } else {
                 for line in lines { emit(line) }
             }

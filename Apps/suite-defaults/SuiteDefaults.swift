@@ -106,9 +106,15 @@ struct CommandFailure: Error {
     var status: ExitStatus
     var message: String
 
-    static func usage(_ message: String) -> CommandFailure { CommandFailure(status: .usage, message: message) }
-    static func notFound(_ message: String) -> CommandFailure { CommandFailure(status: .notFound, message: message) }
-    static func failure(_ message: String) -> CommandFailure { CommandFailure(status: .failure, message: message) }
+    static func usage(_ message: String) -> CommandFailure {
+        CommandFailure(status: .usage, message: message)
+    }
+    static func notFound(_ message: String) -> CommandFailure {
+        CommandFailure(status: .notFound, message: message)
+    }
+    static func failure(_ message: String) -> CommandFailure {
+        CommandFailure(status: .failure, message: message)
+    }
 }
 
 /// Runs a verb, printing `error: ...` on stderr and exiting with the suite's code on failure.

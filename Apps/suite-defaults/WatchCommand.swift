@@ -45,7 +45,9 @@ final class StopSignals {
 
     init() {
         var sources: [any DispatchSourceSignal] = []
-        for (number, status) in [(SIGINT, ExitStatus.interrupted), (SIGTERM, ExitStatus.terminated)] {
+        for (number, status) in [
+            (SIGINT, ExitStatus.interrupted), (SIGTERM, ExitStatus.terminated),
+        ] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { exit(status.rawValue) }

@@ -5,7 +5,8 @@ import SharedDefaults
 
 struct Write: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Set a key: write KEY [-string|-int|-float|-bool|-date|-data|-array|-dict|-json] VALUE...",
+        abstract:
+            "Set a key: write KEY [-string|-int|-float|-bool|-date|-data|-array|-dict|-json] VALUE...",
         discussion: """
             Without a type flag the value is a string. -int and -float take a number, -bool \
             true/false/yes/no/1/0, -date ISO 8601 (2026-11-23T07:00:00Z), -data hex, -json any \
@@ -17,16 +18,23 @@ struct Write: ParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Argument(parsing: .captureForPassthrough, help: "KEY, an optional type flag, then the value(s).")
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: "KEY, an optional type flag, then the value(s)."
+    )
     var arguments: [String] = []
 
     func run() throws {
         try reporting {
-            if arguments.first == "--help" || arguments.first == "-h" { throw CleanExit.helpRequest(self) }
+            if arguments.first == "--help" || arguments.first == "-h" {
+                throw CleanExit.helpRequest(self)
+            }
             var arguments = arguments[...]
             // `main` puts a `--` before KEY (see `SuiteDefaults.rewritingWrite`).
             if arguments.first == "--" { arguments.removeFirst() }
-            guard let key = arguments.first else { throw CommandFailure.usage("write needs a KEY and a value") }
+            guard let key = arguments.first else {
+                throw CommandFailure.usage("write needs a KEY and a value")
+            }
             let change = try WriteValue.parse(Array(arguments.dropFirst()))
             let store = try global.openStore()
             try store.update { values in
@@ -37,7 +45,9 @@ struct Write: ParsableCommand {
                     case nil: values[key] = .array(elements)
                     case .array(let existing): values[key] = .array(existing + elements)
                     case .some(let other):
-                        throw CommandFailure.failure("cannot add to '\(key)': it holds a \(other.typeName), not an array")
+                        throw CommandFailure.failure(
+                            "cannot add to '\(key)': it holds a \(other.typeName), not an array"
+                        )
                     }
                 case .dictionaryAdd(let entries):
                     switch values[key] {
@@ -45,7 +55,9 @@ struct Write: ParsableCommand {
                     case .dictionary(let existing):
                         values[key] = .dictionary(existing.merging(entries) { _, new in new })
                     case .some(let other):
-                        throw CommandFailure.failure("cannot add to '\(key)': it holds a \(other.typeName), not a dictionary")
+                        throw CommandFailure.failure(
+                            "cannot add to '\(key)': it holds a \(other.typeName), not a dictionary"
+                        )
                     }
                 }
             }
@@ -61,12 +73,15 @@ enum WriteValue: Equatable {
     case dictionaryAdd([String: DefaultsValue])
 
     static let scalarFlags: Set<String> = [
-        "-string", "-int", "-integer", "-float", "-double", "-real", "-bool", "-boolean", "-date", "-data",
+        "-string", "-int", "-integer", "-float", "-double", "-real", "-bool", "-boolean", "-date",
+        "-data",
         "-json",
     ]
 
     static func parse(_ tokens: [String]) throws -> WriteValue {
-        guard let first = tokens.first else { throw CommandFailure.usage("write needs a value after KEY") }
+        guard let first = tokens.first else {
+            throw CommandFailure.usage("write needs a value after KEY")
+        }
         switch first {
         case "-array", "-array-add":
             let elements = try parseElements(Array(tokens.dropFirst()))
@@ -77,7 +92,9 @@ enum WriteValue: Equatable {
         default:
             if scalarFlags.contains(first) {
                 guard tokens.count == 2 else {
-                    throw CommandFailure.usage("\(first) takes exactly one value, got \(tokens.count - 1)")
+                    throw CommandFailure.usage(
+                        "\(first) takes exactly one value, got \(tokens.count - 1)"
+                    )
                 }
                 return .set(try scalar(flag: first, tokens[1]))
             }
@@ -87,7 +104,9 @@ enum WriteValue: Equatable {
                 )
             }
             guard tokens.count == 1 else {
-                throw CommandFailure.usage("several values need -array or -dict (got \(tokens.count))")
+                throw CommandFailure.usage(
+                    "several values need -array or -dict (got \(tokens.count))"
+                )
             }
             return .set(.string(first))
         }
@@ -100,7 +119,9 @@ enum WriteValue: Equatable {
         while index < tokens.count {
             let token = tokens[index]
             if scalarFlags.contains(token) {
-                guard index + 1 < tokens.count else { throw CommandFailure.usage("\(token) at the end needs a value") }
+                guard index + 1 < tokens.count else {
+                    throw CommandFailure.usage("\(token) at the end needs a value")
+                }
                 elements.append(try scalar(flag: token, tokens[index + 1]))
                 index += 2
             } else {
@@ -117,10 +138,14 @@ enum WriteValue: Equatable {
         var index = 0
         while index < tokens.count {
             let key = tokens[index]
-            guard index + 1 < tokens.count else { throw CommandFailure.usage("-dict key '\(key)' has no value") }
+            guard index + 1 < tokens.count else {
+                throw CommandFailure.usage("-dict key '\(key)' has no value")
+            }
             let token = tokens[index + 1]
             if scalarFlags.contains(token) {
-                guard index + 2 < tokens.count else { throw CommandFailure.usage("\(token) at the end needs a value") }
+                guard index + 2 < tokens.count else {
+                    throw CommandFailure.usage("\(token) at the end needs a value")
+                }
                 entries[key] = try scalar(flag: token, tokens[index + 2])
                 index += 3
             } else {
@@ -140,7 +165,8 @@ enum WriteValue: Equatable {
             }
             return .int(int)
         case "-float", "-double", "-real":
-            guard let double = Double(text.trimmingCharacters(in: .whitespaces)), double.isFinite else {
+            guard let double = Double(text.trimmingCharacters(in: .whitespaces)), double.isFinite
+            else {
                 throw CommandFailure.usage("'\(text)' is not a finite number (e.g. 1.5)")
             }
             return .double(double)
@@ -148,16 +174,21 @@ enum WriteValue: Equatable {
             switch text.lowercased() {
             case "true", "yes", "1": return .bool(true)
             case "false", "no", "0": return .bool(false)
-            default: throw CommandFailure.usage("'\(text)' is not a boolean (true/false, yes/no, 1/0)")
+            default:
+                throw CommandFailure.usage("'\(text)' is not a boolean (true/false, yes/no, 1/0)")
             }
         case "-date":
             guard let date = DefaultsValue.parseDate(text) else {
-                throw CommandFailure.usage("'\(text)' is not an ISO 8601 date (e.g. 2026-11-23T07:00:00Z)")
+                throw CommandFailure.usage(
+                    "'\(text)' is not an ISO 8601 date (e.g. 2026-11-23T07:00:00Z)"
+                )
             }
             return .date(date)
         case "-data":
             guard let data = hexData(text) else {
-                throw CommandFailure.usage("'\(text)' is not hex data (an even number of 0-9a-f digits)")
+                throw CommandFailure.usage(
+                    "'\(text)' is not hex data (an even number of 0-9a-f digits)"
+                )
             }
             return .data(data)
         default:
@@ -176,7 +207,9 @@ enum WriteValue: Equatable {
         var data = Data(capacity: digits.count / 2)
         var index = 0
         while index < digits.count {
-            guard let high = hexDigit(digits[index]), let low = hexDigit(digits[index + 1]) else { return nil }
+            guard let high = hexDigit(digits[index]), let low = hexDigit(digits[index + 1]) else {
+                return nil
+            }
             data.append(high << 4 | low)
             index += 2
         }
@@ -210,7 +243,9 @@ struct Delete: ParsableCommand {
                 return
             }
             guard try store.removeValue(forKey: key) != nil else {
-                throw CommandFailure.notFound("key '\(key)' does not exist in suite '\(store.suiteName)'")
+                throw CommandFailure.notFound(
+                    "key '\(key)' does not exist in suite '\(store.suiteName)'"
+                )
             }
         }
     }
@@ -230,7 +265,9 @@ struct Rename: ParsableCommand {
         try reporting {
             let store = try global.openStore()
             guard try store.renameValue(forKey: old, to: new) else {
-                throw CommandFailure.notFound("key '\(old)' does not exist in suite '\(store.suiteName)'")
+                throw CommandFailure.notFound(
+                    "key '\(old)' does not exist in suite '\(store.suiteName)'"
+                )
             }
         }
     }
@@ -238,20 +275,26 @@ struct Rename: ParsableCommand {
 
 struct Increment: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Add BY (default 1, may be negative) to an integer atomically and print the result.",
+        abstract:
+            "Add BY (default 1, may be negative) to an integer atomically and print the result.",
         discussion: "A missing key starts from 0. A key holding a non-integer is an error (exit 1)."
     )
 
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The key.") var key: String
-    @Argument(parsing: .captureForPassthrough, help: "The amount (default 1).") var by: [String] = []
+    @Argument(parsing: .captureForPassthrough, help: "The amount (default 1).") var by: [String] =
+        []
 
     func run() throws {
         try reporting {
-            guard by.count <= 1 else { throw CommandFailure.usage("increment takes KEY and at most one amount") }
+            guard by.count <= 1 else {
+                throw CommandFailure.usage("increment takes KEY and at most one amount")
+            }
             var amount = 1
             if let text = by.first {
-                guard let parsed = Int(text) else { throw CommandFailure.usage("'\(text)' is not an integer amount") }
+                guard let parsed = Int(text) else {
+                    throw CommandFailure.usage("'\(text)' is not an integer amount")
+                }
                 amount = parsed
             }
             let store = try global.openStore()
@@ -262,7 +305,8 @@ struct Increment: ParsableCommand {
 
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Replace the suite with a dictionary from FILE (or stdin with -): property list or JSON.",
+        abstract:
+            "Replace the suite with a dictionary from FILE (or stdin with -): property list or JSON.",
         discussion: """
             The format is detected: JSON when the text starts with {, else a property list \
             (XML or binary). The top level must be a dictionary. The suite is replaced in one \
@@ -283,13 +327,17 @@ struct Import: ParsableCommand {
                 do {
                     data = try Data(contentsOf: URL(fileURLWithPath: file))
                 } catch {
-                    throw CommandFailure.failure("cannot read \(file): \(error.localizedDescription)")
+                    throw CommandFailure.failure(
+                        "cannot read \(file): \(error.localizedDescription)"
+                    )
                 }
             }
             let name = file == "-" ? "stdin" : file
             let value: DefaultsValue
             do {
-                let firstByte = data.first { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }
+                let firstByte = data.first {
+                    ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0)
+                }
                 if firstByte == UInt8(ascii: "{") || firstByte == UInt8(ascii: "[") {
                     value = try DefaultsValue(jsonData: data)
                 } else {
@@ -299,7 +347,9 @@ struct Import: ParsableCommand {
                 throw CommandFailure.failure("\(name): \(error)")
             }
             guard case .dictionary(let entries) = value else {
-                throw CommandFailure.failure("\(name): the top level is \(value.typeName == "array" || value.typeName == "integer" ? "an" : "a") \(value.typeName); a suite imports a dictionary")
+                throw CommandFailure.failure(
+                    "\(name): the top level is \(value.typeName == "array" || value.typeName == "integer" ? "an" : "a") \(value.typeName); a suite imports a dictionary"
+                )
             }
             let store = try global.openStore()
             try store.update { values in
@@ -309,7 +359,9 @@ struct Import: ParsableCommand {
                     values = entries
                 }
             }
-            if global.common.verbose { Console.note("imported \(entries.count) keys into suite '\(store.suiteName)'") }
+            if global.common.verbose {
+                Console.note("imported \(entries.count) keys into suite '\(store.suiteName)'")
+            }
         }
     }
 }

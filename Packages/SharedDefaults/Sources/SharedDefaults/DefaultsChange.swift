@@ -16,7 +16,13 @@ public struct DefaultsChange: Sendable, Hashable {
     public var date: Date
 
     /// Creates a change.
-    public init(suite: String, key: String, oldValue: DefaultsValue?, newValue: DefaultsValue?, date: Date) {
+    public init(
+        suite: String,
+        key: String,
+        oldValue: DefaultsValue?,
+        newValue: DefaultsValue?,
+        date: Date
+    ) {
         self.suite = suite
         self.key = key
         self.oldValue = oldValue

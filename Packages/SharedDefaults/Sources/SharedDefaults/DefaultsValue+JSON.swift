@@ -36,7 +36,9 @@ extension DefaultsValue {
         if whole == seconds {
             return date.formatted(style)
         }
-        return date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: style.timeZone))
+        return date.formatted(
+            Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: style.timeZone)
+        )
     }
 
     /// Parses an ISO 8601 / RFC 3339 date (`2026-11-23T07:00:00Z`, with or without
@@ -281,8 +283,10 @@ struct JSONParser {
             let digit: UInt32
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            case UInt8(ascii: "a")...UInt8(ascii: "f"):
+                digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"):
+                digit = UInt32(byte - UInt8(ascii: "A") + 10)
             default: throw fail("invalid hex digit in \\u escape")
             }
             value = value << 4 | digit
@@ -332,7 +336,9 @@ struct JSONParser {
                     } else if (0xDC00...0xDFFF).contains(code) {
                         throw fail("unpaired surrogate in \\u escape")
                     }
-                    guard let scalar = Unicode.Scalar(code) else { throw fail("invalid \\u escape") }
+                    guard let scalar = Unicode.Scalar(code) else {
+                        throw fail("invalid \\u escape")
+                    }
                     utf8.append(contentsOf: Array(String(Character(scalar)).utf8))
                 default: throw fail("invalid escape")
                 }
@@ -352,7 +358,9 @@ struct JSONParser {
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
         } else {
-            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+            while index < bytes.count,
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index])
+            {
                 index += 1
             }
         }
@@ -360,19 +368,27 @@ struct JSONParser {
             isInteger = false
             index += 1
             let digits = index
-            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+            while index < bytes.count,
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index])
+            {
                 index += 1
             }
             guard index > digits else { throw fail("invalid number: no digits after '.'") }
         }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+        if index < bytes.count,
+            bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")
+        {
             isInteger = false
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+            if index < bytes.count,
+                bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")
+            {
                 index += 1
             }
             let digits = index
-            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+            while index < bytes.count,
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index])
+            {
                 index += 1
             }
             guard index > digits else { throw fail("invalid number: no digits in the exponent") }

@@ -142,15 +142,23 @@ final class DirectoryWatcher: Sendable {
                 var offset = 0
                 while offset + 16 <= count {
                     let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-                    let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                    let length = Int(
+                        buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)
+                    )
                     if mask & UInt32(IN_Q_OVERFLOW) != 0 {
                         relevant = true
-                    } else if mask & (UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_IGNORED)) != 0 {
+                    } else if mask
+                        & (UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_IGNORED)) != 0
+                    {
                         relevant = true
                         gone = true
                     } else if length > 0 {
-                        let start = buffer.advanced(by: offset + 16).assumingMemoryBound(to: UInt8.self)
-                        let name = Array(UnsafeBufferPointer(start: start, count: strnlen(start, length)))
+                        let start = buffer.advanced(by: offset + 16).assumingMemoryBound(
+                            to: UInt8.self
+                        )
+                        let name = Array(
+                            UnsafeBufferPointer(start: start, count: strnlen(start, length))
+                        )
                         if names.contains(name) { relevant = true }
                     }
                     offset += 16 + length

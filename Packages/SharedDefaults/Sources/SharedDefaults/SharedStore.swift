@@ -116,7 +116,9 @@ public final class SharedStore: Sendable {
 
     /// The container directory of a suite (created `0700` and checked), for other
     /// packages' files; see ``SuiteContainer/containerURL(forSuite:root:)``.
-    public static func containerURL(forSuite suite: String, root: URL? = nil) throws(SharedStoreError) -> URL {
+    public static func containerURL(forSuite suite: String, root: URL? = nil)
+        throws(SharedStoreError) -> URL
+    {
         try SuiteContainer.containerURL(forSuite: suite, root: root)
     }
 
@@ -208,7 +210,8 @@ public final class SharedStore: Sendable {
     /// throws, nothing is written and its error is rethrown.
     /// - Throws: `body`'s error, or ``SharedStoreError``.
     @discardableResult
-    public func update<R: Sendable>(_ body: (inout [String: DefaultsValue]) throws -> R) throws -> R {
+    public func update<R: Sendable>(_ body: (inout [String: DefaultsValue]) throws -> R) throws -> R
+    {
         try commitLock.withLock { lockFD throws -> R in
             if lockFD < 0 { lockFD = try files.openLockFile() }
             try lockExclusively(lockFD)
@@ -235,7 +238,9 @@ public final class SharedStore: Sendable {
 
     /// Stores a `String`, `Int`, `Double`, `Bool`, `Date`, `Data`, or an array or
     /// dictionary of them.
-    public func set(_ value: some DefaultsValueConvertible, forKey key: String) throws(SharedStoreError) {
+    public func set(_ value: some DefaultsValueConvertible, forKey key: String)
+        throws(SharedStoreError)
+    {
         let stored = value.defaultsValue
         try typed { values in values[key] = stored }
     }
@@ -280,7 +285,9 @@ public final class SharedStore: Sendable {
     /// Moves a value to a new key in one commit (replacing any value there).
     /// - Returns: `false` when `oldKey` has no value (nothing changes).
     @discardableResult
-    public func renameValue(forKey oldKey: String, to newKey: String) throws(SharedStoreError) -> Bool {
+    public func renameValue(forKey oldKey: String, to newKey: String) throws(SharedStoreError)
+        -> Bool
+    {
         try typed { values in
             guard let value = values.removeValue(forKey: oldKey) else { return false }
             values[newKey] = value
@@ -302,12 +309,16 @@ public final class SharedStore: Sendable {
             case .some(let other):
                 throw SharedStoreError(
                     code: .typeMismatch,
-                    message: "cannot increment '\(key)': it holds a \(other.typeName), not an integer"
+                    message:
+                        "cannot increment '\(key)': it holds a \(other.typeName), not an integer"
                 )
             }
             let (sum, overflow) = current.addingReportingOverflow(amount)
             guard !overflow else {
-                throw SharedStoreError(code: .overflow, message: "incrementing '\(key)' by \(amount) overflows")
+                throw SharedStoreError(
+                    code: .overflow,
+                    message: "incrementing '\(key)' by \(amount) overflows"
+                )
             }
             values[key] = .int(sum)
             return sum
@@ -341,7 +352,8 @@ public final class SharedStore: Sendable {
         guard info.st_nlink > 0 else {
             throw SharedStoreError(
                 code: .ioFailure,
-                message: "the suite container \(files.directoryPath) was removed; open the store again",
+                message:
+                    "the suite container \(files.directoryPath) was removed; open the store again",
                 path: files.directoryPath
             )
         }
@@ -436,13 +448,15 @@ public final class SharedStore: Sendable {
     }
 
     /// Replaces the snapshot and tells observers what changed (in order, under the lock).
-    private func install(values: [String: DefaultsValue], generation: UInt64, in state: inout State) {
+    private func install(values: [String: DefaultsValue], generation: UInt64, in state: inout State)
+    {
         guard generation != state.generation || values != state.values else { return }
         if !state.observers.isEmpty {
             let changes = Self.diff(old: state.values, new: values, suite: suiteName, date: Date())
             if !changes.isEmpty {
                 for observer in state.observers.values {
-                    let relevant = observer.key.map { key in changes.filter { $0.key == key } } ?? changes
+                    let relevant =
+                        observer.key.map { key in changes.filter { $0.key == key } } ?? changes
                     if !relevant.isEmpty { observer.deliver(relevant) }
                 }
             }
@@ -459,10 +473,20 @@ public final class SharedStore: Sendable {
     ) -> [DefaultsChange] {
         var changes: [DefaultsChange] = []
         for (key, value) in new where old[key] != value {
-            changes.append(DefaultsChange(suite: suite, key: key, oldValue: old[key], newValue: value, date: date))
+            changes.append(
+                DefaultsChange(
+                    suite: suite,
+                    key: key,
+                    oldValue: old[key],
+                    newValue: value,
+                    date: date
+                )
+            )
         }
         for (key, value) in old where new[key] == nil {
-            changes.append(DefaultsChange(suite: suite, key: key, oldValue: value, newValue: nil, date: date))
+            changes.append(
+                DefaultsChange(suite: suite, key: key, oldValue: value, newValue: nil, date: date)
+            )
         }
         return changes.sorted { $0.key < $1.key }
     }
@@ -551,7 +575,9 @@ public final class SharedStore: Sendable {
                     self?.storeChanged(directoryGone: directoryGone)
                 }
             } catch {
-                logger.warning("change notifications unavailable; reads will check the file: \(error)")
+                logger.warning(
+                    "change notifications unavailable; reads will check the file: \(error)"
+                )
                 statsEveryRead.store(true, ordering: .relaxed)
             }
         }

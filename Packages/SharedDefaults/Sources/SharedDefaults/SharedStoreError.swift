@@ -55,7 +55,8 @@ public struct SharedStoreError: Error, Sendable, CustomStringConvertible {
         return "\(message): \(String(cString: strerror(errno)))"
     }
 
-    static func system(_ what: String, path: String, errno: Int32 = Glibc.errno) -> SharedStoreError {
+    static func system(_ what: String, path: String, errno: Int32 = Glibc.errno) -> SharedStoreError
+    {
         SharedStoreError(code: .ioFailure, message: "\(what) \(path)", path: path, errno: errno)
     }
 }

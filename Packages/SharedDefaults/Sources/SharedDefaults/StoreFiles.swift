@@ -40,7 +40,9 @@ final class StoreFiles: Sendable {
 
     /// Reads a store file. With `knownGeneration`, only the header is read when its
     /// generation matches (the common case after this process's own commit).
-    func load(_ name: String = storeName, knownGeneration: UInt64? = nil) throws(SharedStoreError) -> Load {
+    func load(_ name: String = storeName, knownGeneration: UInt64? = nil) throws(SharedStoreError)
+        -> Load
+    {
         var fd: Int32
         repeat {
             fd = openat(directoryFD, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
@@ -57,7 +59,9 @@ final class StoreFiles: Sendable {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .system("cannot inspect", path: path(name)) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { return .corrupt(reason: "it is not a regular file") }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            return .corrupt(reason: "it is not a regular file")
+        }
         guard info.st_uid == geteuid() else {
             return .corrupt(reason: "it is owned by uid \(info.st_uid), not by this user")
         }
@@ -94,19 +98,31 @@ final class StoreFiles: Sendable {
         let bytes = StoreFormat.encode(values, generation: generation)
         var fd: Int32
         repeat {
-            fd = openat(directoryFD, Self.tempName, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            fd = openat(
+                directoryFD,
+                Self.tempName,
+                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                0o600
+            )
         } while fd < 0 && errno == EINTR
         if fd < 0 && errno == ELOOP {
             // Something put a link under our temporary name; never write through it.
             unlinkat(directoryFD, Self.tempName, 0)
-            fd = openat(directoryFD, Self.tempName, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            fd = openat(
+                directoryFD,
+                Self.tempName,
+                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                0o600
+            )
         }
         guard fd >= 0 else { throw .system("cannot create", path: path(Self.tempName)) }
         var closed = false
         defer { if !closed { close(fd) } }
         _ = fchmod(fd, 0o600)
         let written = bytes.withUnsafeBytes { writeFully(fd, $0) }
-        guard written == bytes.count else { throw .system("cannot write", path: path(Self.tempName)) }
+        guard written == bytes.count else {
+            throw .system("cannot write", path: path(Self.tempName))
+        }
         guard fdatasync(fd) == 0 else { throw .system("cannot flush", path: path(Self.tempName)) }
         closed = true
         guard close(fd) == 0 else { throw .system("cannot close", path: path(Self.tempName)) }
@@ -119,7 +135,9 @@ final class StoreFiles: Sendable {
         guard renameat(directoryFD, Self.tempName, directoryFD, Self.storeName) == 0 else {
             throw .system("cannot rename the new version over", path: path(Self.storeName))
         }
-        guard fsync(directoryFD) == 0 else { throw .system("cannot flush the directory", path: directoryPath) }
+        guard fsync(directoryFD) == 0 else {
+            throw .system("cannot flush the directory", path: directoryPath)
+        }
     }
 
     /// Moves a bad store aside as `defaults.store.corrupt-<UTC timestamp>`; returns its path.
@@ -147,7 +165,12 @@ final class StoreFiles: Sendable {
 
     /// Opens (creating `0600`) the lock file.
     func openLockFile() throws(SharedStoreError) -> Int32 {
-        let fd = openat(directoryFD, Self.lockName, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let fd = openat(
+            directoryFD,
+            Self.lockName,
+            O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+            0o600
+        )
         guard fd >= 0 else { throw .system("cannot open the lock file", path: path(Self.lockName)) }
         return fd
     }
@@ -155,7 +178,9 @@ final class StoreFiles: Sendable {
     /// Identity of the store file (inode, size, change time), for stat-based refresh.
     func storeIdentity() -> FileIdentity? {
         var info = stat()
-        guard fstatat(directoryFD, Self.storeName, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        guard fstatat(directoryFD, Self.storeName, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+            return nil
+        }
         return FileIdentity(
             device: UInt64(info.st_dev),
             inode: UInt64(info.st_ino),

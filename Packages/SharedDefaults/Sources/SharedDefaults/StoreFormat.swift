@@ -71,7 +71,10 @@ enum StoreFormat {
         }
     }
 
-    private static func encodeDictionary(_ entries: [String: DefaultsValue], into out: inout [UInt8]) {
+    private static func encodeDictionary(
+        _ entries: [String: DefaultsValue],
+        into out: inout [UInt8]
+    ) {
         out.append(Tag.dictionary.rawValue)
         appendLE(UInt32(entries.count), into: &out)
         for (key, value) in entries {
@@ -192,7 +195,9 @@ enum StoreFormat {
     }
 
     @inline(__always)
-    static func readLE<T: FixedWidthInteger>(_: T.Type, _ bytes: UnsafeRawBufferPointer, _ at: Int) -> T {
+    static func readLE<T: FixedWidthInteger>(_: T.Type, _ bytes: UnsafeRawBufferPointer, _ at: Int)
+        -> T
+    {
         T(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: T.self))
     }
 
@@ -246,7 +251,9 @@ enum StoreFormat {
             case .boolTrue: return .bool(true)
             case .date:
                 return .date(
-                    Date(timeIntervalSinceReferenceDate: Double(bitPattern: try integer(UInt64.self)))
+                    Date(
+                        timeIntervalSinceReferenceDate: Double(bitPattern: try integer(UInt64.self))
+                    )
                 )
             case .data:
                 let count = try count()
@@ -299,8 +306,13 @@ enum CRC32 {
             var index = 0
             let count = bytes.count
             while count - index >= 8 {
-                let low = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt32.self)) ^ crc
-                let high = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: index + 4, as: UInt32.self))
+                let low =
+                    UInt32(
+                        littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt32.self)
+                    ) ^ crc
+                let high = UInt32(
+                    littleEndian: bytes.loadUnaligned(fromByteOffset: index + 4, as: UInt32.self)
+                )
                 crc =
                     table[7 * 256 + Int(low & 0xFF)] ^ table[6 * 256 + Int((low >> 8) & 0xFF)]
                     ^ table[5 * 256 + Int((low >> 16) & 0xFF)] ^ table[4 * 256 + Int(low >> 24)]

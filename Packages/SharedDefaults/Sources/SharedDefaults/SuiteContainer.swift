@@ -64,7 +64,8 @@ public enum SuiteContainer {
     ///   - root: the containers' root; by default ``rootURL(environment:)``.
     /// - Throws: ``SharedStoreError`` with `invalidSuiteName`, `insecureContainer` or
     ///   `ioFailure`.
-    public static func containerURL(forSuite suite: String, root: URL? = nil) throws(SharedStoreError)
+    public static func containerURL(forSuite suite: String, root: URL? = nil)
+        throws(SharedStoreError)
         -> URL
     {
         try validate(suiteName: suite)
@@ -90,7 +91,9 @@ public enum SuiteContainer {
             }
             guard (try? validate(suiteName: name)) != nil else { continue }
             var info = stat()
-            let store = root.appendingPathComponent(name).appendingPathComponent(StoreFiles.storeName)
+            let store = root.appendingPathComponent(name).appendingPathComponent(
+                StoreFiles.storeName
+            )
             if lstat(store.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
                 names.append(name)
             }
@@ -128,7 +131,8 @@ public enum SuiteContainer {
         guard info.st_uid == geteuid() else {
             throw SharedStoreError(
                 code: .insecureContainer,
-                message: "\(what) \(path) is owned by uid \(info.st_uid), not by this user (uid \(geteuid()))",
+                message:
+                    "\(what) \(path) is owned by uid \(info.st_uid), not by this user (uid \(geteuid()))",
                 path: path
             )
         }

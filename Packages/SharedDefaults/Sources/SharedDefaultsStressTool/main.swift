@@ -45,11 +45,15 @@ logger.logLevel = .error
 do {
     switch mode {
     case "increment":
-        guard arguments.count == 4, let count = Int(arguments[3]) else { fail("increment SUITE KEY COUNT") }
+        guard arguments.count == 4, let count = Int(arguments[3]) else {
+            fail("increment SUITE KEY COUNT")
+        }
         let store = try SharedStore(suite: suite, refresh: .statEveryRead, logger: logger)
         for _ in 0..<count { try store.increment(arguments[2]) }
     case "distinct":
-        guard arguments.count == 4, let count = Int(arguments[3]) else { fail("distinct SUITE PREFIX COUNT") }
+        guard arguments.count == 4, let count = Int(arguments[3]) else {
+            fail("distinct SUITE PREFIX COUNT")
+        }
         let store = try SharedStore(suite: suite, refresh: .statEveryRead, logger: logger)
         for index in 0..<count { try store.set(index, forKey: "\(arguments[2])-\(index)") }
     case "acked-writes":
@@ -62,7 +66,9 @@ do {
             line(String(value))
         }
     case "timed-writes":
-        guard arguments.count == 4, let count = Int(arguments[2]) else { fail("timed-writes SUITE COUNT stat|notify") }
+        guard arguments.count == 4, let count = Int(arguments[2]) else {
+            fail("timed-writes SUITE COUNT stat|notify")
+        }
         let store = try SharedStore(
             suite: suite,
             refresh: arguments[3] == "stat" ? .statEveryRead : .notifications,
@@ -75,7 +81,9 @@ do {
             times.append(nowMicros() - start)
         }
         times.sort()
-        line("p50 \(times[count / 2]) µs, p90 \(times[count * 9 / 10]) µs, p99 \(times[count * 99 / 100]) µs")
+        line(
+            "p50 \(times[count / 2]) µs, p90 \(times[count * 9 / 10]) µs, p99 \(times[count * 99 / 100]) µs"
+        )
     case "set":
         guard arguments.count == 4, let value = Int(arguments[3]) else { fail("set SUITE KEY INT") }
         let store = try SharedStore(suite: suite, refresh: .statEveryRead, logger: logger)

@@ -23,11 +23,20 @@ struct ContainerTests {
 
     @Test("the suite name comes from SHOPFLOOR_SUITE, else shopfloor")
     func defaultSuite() {
-        #expect(SuiteContainer.defaultSuiteName(environment: ["SHOPFLOOR_SUITE": "store-12"]) == "store-12")
+        #expect(
+            SuiteContainer.defaultSuiteName(environment: ["SHOPFLOOR_SUITE": "store-12"])
+                == "store-12"
+        )
         #expect(SuiteContainer.defaultSuiteName(environment: [:]) == "shopfloor")
     }
 
-    @Test("unsafe suite names are refused", arguments: ["", ".", "..", ".hidden", "a/b", "../x", "tab\tname", "ünï", String(repeating: "a", count: 201)])
+    @Test(
+        "unsafe suite names are refused",
+        arguments: [
+            "", ".", "..", ".hidden", "a/b", "../x", "tab\tname", "ünï",
+            String(repeating: "a", count: 201),
+        ]
+    )
     func invalidNames(name: String) throws {
         let root = try TemporaryRoot()
         let error = #expect(throws: SharedStoreError.self) { try root.store(name) }
@@ -44,9 +53,16 @@ struct ContainerTests {
         try store.set(2, forKey: "a")
         #expect(try mode(of: store.containerURL.path) == 0o700)
         for name in try root.files(in: "modes") {
-            #expect(try mode(of: store.containerURL.appendingPathComponent(name).path) == 0o600, "\(name)")
+            #expect(
+                try mode(of: store.containerURL.appendingPathComponent(name).path) == 0o600,
+                "\(name)"
+            )
         }
-        #expect(try root.files(in: "modes") == ["defaults.lock", "defaults.store", "defaults.store.bak"])
+        #expect(
+            try root.files(in: "modes") == [
+                "defaults.lock", "defaults.store", "defaults.store.bak",
+            ]
+        )
     }
 
     @Test("a new root is created 0700 with its missing parents")
@@ -58,7 +74,10 @@ struct ContainerTests {
         #expect(container.path == nested.appendingPathComponent("x").path)
     }
 
-    @Test("a container or root writable by group or others is refused", arguments: [0o770, 0o702, 0o777, 0o720])
+    @Test(
+        "a container or root writable by group or others is refused",
+        arguments: [0o770, 0o702, 0o777, 0o720]
+    )
     func writableByOthers(permissions: Int) throws {
         let root = try TemporaryRoot()
         _ = try SuiteContainer.containerURL(forSuite: "s", root: root.url)
@@ -75,7 +94,10 @@ struct ContainerTests {
         #expect(throws: Never.self) { try root.store("s") }
     }
 
-    @Test("a container owned by another user is refused", .enabled(if: geteuid() == 0, "chown needs root"))
+    @Test(
+        "a container owned by another user is refused",
+        .enabled(if: geteuid() == 0, "chown needs root")
+    )
     func ownedByAnotherUser() throws {
         let root = try TemporaryRoot()
         let container = try SuiteContainer.containerURL(forSuite: "s", root: root.url)
@@ -101,7 +123,9 @@ struct ContainerTests {
         try root.store("a").set(1, forKey: "k")
         _ = try SuiteContainer.containerURL(forSuite: "tokens-only", root: root.url)
         #expect(try SuiteContainer.suitesWithStores(root: root.url) == ["a", "b"])
-        #expect(try SuiteContainer.suitesWithStores(root: root.url.appendingPathComponent("none")) == [])
+        #expect(
+            try SuiteContainer.suitesWithStores(root: root.url.appendingPathComponent("none")) == []
+        )
     }
 
     func mode(of path: String) throws -> Int {

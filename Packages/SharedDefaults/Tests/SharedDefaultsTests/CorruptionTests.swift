@@ -31,7 +31,8 @@ struct CorruptionTests {
     @Test(
         "a damaged store is moved aside, logged, and the suite continues from the backup",
         arguments: [
-            "garbage", "truncated to 0 bytes", "truncated mid-payload", "one flipped bit", "a directory",
+            "garbage", "truncated to 0 bytes", "truncated mid-payload", "one flipped bit",
+            "a directory",
             "a symbolic link to another file",
         ]
     )
@@ -51,7 +52,10 @@ struct CorruptionTests {
         #expect(log.entries.contains { $0.0 == .error && $0.1.contains("corrupt") }, "\(name)")
         // The store was repaired: a fresh reader sees a valid store and nothing is moved again.
         let again = LogCollector()
-        #expect(try root.store(refresh: .statEveryRead, logger: again.logger).string(forKey: "a") == "first")
+        #expect(
+            try root.store(refresh: .statEveryRead, logger: again.logger).string(forKey: "a")
+                == "first"
+        )
         #expect(again.entries.isEmpty)
         try reader.set("third", forKey: "a")
         #expect(try root.store(refresh: .statEveryRead).string(forKey: "a") == "third")
@@ -77,7 +81,9 @@ struct CorruptionTests {
         try writer.set(1, forKey: "a")
         try writer.set(2, forKey: "a")
         try Data("x".utf8).write(to: writer.storeURL)
-        try Data("y".utf8).write(to: writer.containerURL.appendingPathComponent("defaults.store.bak"))
+        try Data("y".utf8).write(
+            to: writer.containerURL.appendingPathComponent("defaults.store.bak")
+        )
         let log = LogCollector()
         let reader = try root.store(refresh: .statEveryRead, logger: log.logger)
         #expect(reader.storedValues().isEmpty)
@@ -94,7 +100,10 @@ struct CorruptionTests {
         #expect(
             eventually {
                 _ = store.string(forKey: "a")
-                return (try? root.files(in: "test").contains { $0.hasPrefix("defaults.store.corrupt-") }) == true
+                return
+                    (try? root.files(in: "test").contains {
+                        $0.hasPrefix("defaults.store.corrupt-")
+                    }) == true
             }
         )
         #expect(try root.store(refresh: .statEveryRead).string(forKey: "b") == "kept")

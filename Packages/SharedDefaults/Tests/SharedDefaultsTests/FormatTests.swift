@@ -1,6 +1,7 @@
 import Foundation
-@testable import SharedDefaults
 import Testing
+
+@testable import SharedDefaults
 
 @Suite("Store format, JSON and property lists")
 struct FormatTests {
@@ -23,7 +24,9 @@ struct FormatTests {
         var bytewise: UInt32 = 0xFFFF_FFFF
         for byte in long {
             bytewise ^= UInt32(byte)
-            for _ in 0..<8 { bytewise = (bytewise & 1) != 0 ? (bytewise >> 1) ^ 0xEDB8_8320 : bytewise >> 1 }
+            for _ in 0..<8 {
+                bytewise = (bytewise & 1) != 0 ? (bytewise >> 1) ^ 0xEDB8_8320 : bytewise >> 1
+            }
         }
         #expect(long.withUnsafeBytes { CRC32.checksum($0) } == ~bytewise)
     }
@@ -38,7 +41,10 @@ struct FormatTests {
 
     @Test(
         "damaged store bytes are rejected, never crash",
-        arguments: ["empty", "bad magic", "flipped payload bit", "flipped header bit", "truncated", "extra bytes", "zeroed"]
+        arguments: [
+            "empty", "bad magic", "flipped payload bit", "flipped header bit", "truncated",
+            "extra bytes", "zeroed",
+        ]
     )
     func damagedBytes(damage: String) {
         var bytes = StoreFormat.encode(Self.sample, generation: 1)
@@ -78,7 +84,8 @@ struct FormatTests {
 
     @Test("JSON text round-trips and keeps integers apart from doubles")
     func jsonRoundTrip() throws {
-        let text = #"{"a":[1,2.5,-3e2,true,false],"b":{"c":"\u00e9\n\ud83d\ude00"},"big":12345678901234567890}"#
+        let text =
+            #"{"a":[1,2.5,-3e2,true,false],"b":{"c":"\u00e9\n\ud83d\ude00"},"big":12345678901234567890}"#
         let value = try DefaultsValue(jsonText: text)
         #expect(value.dictionaryValue?["a"] == [1, 2.5, -300.0, true, false])
         #expect(value.dictionaryValue?["b"] == ["c": "é\n😀"])
@@ -89,7 +96,9 @@ struct FormatTests {
 
     @Test(
         "invalid JSON is a typed error naming the problem",
-        arguments: ["", "{", "[1,]", "{\"a\" 1}", "nul", "null", "\"\\x\"", "01", "[1] 2", "\"\u{01}\""]
+        arguments: [
+            "", "{", "[1,]", "{\"a\" 1}", "nul", "null", "\"\\x\"", "01", "[1] 2", "\"\u{01}\"",
+        ]
     )
     func invalidJSON(text: String) {
         #expect(throws: DefaultsValueParseError.self) { try DefaultsValue(jsonText: text) }
@@ -127,8 +136,14 @@ struct FormatTests {
 
     @Test("ISO 8601 dates parse with and without fractions, offsets or time")
     func dateParsing() {
-        #expect(DefaultsValue.parseDate("2026-11-23T07:00:00Z") == Date(timeIntervalSince1970: 1_795_417_200))
-        #expect(DefaultsValue.parseDate("2026-11-23T08:00:00+01:00") == DefaultsValue.parseDate("2026-11-23T07:00:00Z"))
+        #expect(
+            DefaultsValue.parseDate("2026-11-23T07:00:00Z")
+                == Date(timeIntervalSince1970: 1_795_417_200)
+        )
+        #expect(
+            DefaultsValue.parseDate("2026-11-23T08:00:00+01:00")
+                == DefaultsValue.parseDate("2026-11-23T07:00:00Z")
+        )
         #expect(DefaultsValue.parseDate("2026-11-23T07:00:00.5Z") != nil)
         #expect(DefaultsValue.parseDate("2026-11-23") != nil)
         #expect(DefaultsValue.parseDate("yesterday") == nil)

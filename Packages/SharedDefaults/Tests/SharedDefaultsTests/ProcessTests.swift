@@ -11,13 +11,18 @@ import Testing
 struct ProcessTests {
     @Test("the stress tool is built next to the tests")
     func toolExists() {
-        #expect(FileManager.default.isExecutableFile(atPath: stressToolURL.path), "\(stressToolURL.path)")
+        #expect(
+            FileManager.default.isExecutableFile(atPath: stressToolURL.path),
+            "\(stressToolURL.path)"
+        )
     }
 
     @Test("16 processes x 1,000 increments keep exactly 16,000")
     func concurrentIncrements() throws {
         let root = try TemporaryRoot()
-        let children = try (0..<16).map { _ in try Child(["increment", "test", "counter", "1000"], root: root) }
+        let children = try (0..<16).map { _ in
+            try Child(["increment", "test", "counter", "1000"], root: root)
+        }
         for child in children { #expect(child.waitForExit() == 0) }
         let store = try root.store(refresh: .statEveryRead)
         #expect(store.int(forKey: "counter") == 16_000)
@@ -55,13 +60,21 @@ struct ProcessTests {
             usleep(UInt32.random(in: 0...3000, using: &generator))
             kill(child.process.processIdentifier, SIGKILL)
             _ = child.waitForExit()
-            for line in child.remainingLines() { if let value = Int(line) { lastAcked = max(lastAcked, value) } }
+            for line in child.remainingLines() {
+                if let value = Int(line) { lastAcked = max(lastAcked, value) }
+            }
 
             let log = LogCollector()
             let store = try root.store(refresh: .statEveryRead, logger: log.logger)
             let stored = store.int(forKey: "n") ?? 0
-            #expect(stored >= lastAcked, "trial \(trial): stored \(stored) < acknowledged \(lastAcked)")
-            #expect(stored <= lastAcked + 1, "trial \(trial): stored \(stored), acknowledged \(lastAcked)")
+            #expect(
+                stored >= lastAcked,
+                "trial \(trial): stored \(stored) < acknowledged \(lastAcked)"
+            )
+            #expect(
+                stored <= lastAcked + 1,
+                "trial \(trial): stored \(stored), acknowledged \(lastAcked)"
+            )
             #expect(log.entries.isEmpty, "trial \(trial): \(log.entries.map(\.1))")
             trials += 1
         }

@@ -1,7 +1,8 @@
 import Foundation
-@testable import SharedDefaults
 import Synchronization
 import Testing
+
+@testable import SharedDefaults
 
 #if canImport(Glibc)
     import Glibc
@@ -70,7 +71,9 @@ struct StoreTests {
         #expect(try store.decoded(Settings.self, forKey: "settings") == settings)
         #expect(try store.decoded(Settings.self, forKey: "absent") == nil)
         try store.set("not settings", forKey: "settings")
-        #expect(throws: SharedStoreError.self) { try store.decoded(Settings.self, forKey: "settings") }
+        #expect(throws: SharedStoreError.self) {
+            try store.decoded(Settings.self, forKey: "settings")
+        }
     }
 
     @Test("registered defaults fill in for absent keys but are never stored")
@@ -81,7 +84,9 @@ struct StoreTests {
         try store.set(5, forKey: "timeout")
         #expect(store.int(forKey: "timeout") == 5)
         #expect(store.string(forKey: "server") == "http://127.0.0.1:8080")
-        #expect(store.dictionaryRepresentation() == ["timeout": 5, "server": "http://127.0.0.1:8080"])
+        #expect(
+            store.dictionaryRepresentation() == ["timeout": 5, "server": "http://127.0.0.1:8080"]
+        )
         #expect(store.storedValues() == ["timeout": 5])
         try store.removeValue(forKey: "timeout")
         #expect(store.int(forKey: "timeout") == 30)
@@ -208,7 +213,9 @@ struct StoreTests {
         #expect(received.values == ["one"])
     }
 
-    @Test("with stat refresh the watcher runs only while something observes, and its descriptor closes")
+    @Test(
+        "with stat refresh the watcher runs only while something observes, and its descriptor closes"
+    )
     func watcherLifetime() async throws {
         let root = try TemporaryRoot()
         let store = try root.store(refresh: .statEveryRead)
@@ -242,4 +249,3 @@ final class LockedArray: Sendable {
     func append(_ value: DefaultsValue?) { storage.withLock { $0.append(value) } }
     var values: [DefaultsValue?] { storage.withLock { $0 } }
 }
-

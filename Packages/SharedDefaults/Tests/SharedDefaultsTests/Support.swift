@@ -22,14 +22,19 @@ final class TemporaryRoot {
 
     deinit { try? FileManager.default.removeItem(at: url) }
 
-    func store(_ suite: String = "test", refresh: SharedStore.RefreshPolicy = .notifications, logger: Logger = quietLogger) throws
+    func store(
+        _ suite: String = "test",
+        refresh: SharedStore.RefreshPolicy = .notifications,
+        logger: Logger = quietLogger
+    ) throws
         -> SharedStore
     {
         try SharedStore(suite: suite, root: url, refresh: refresh, logger: logger)
     }
 
     func files(in suite: String) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: url.appendingPathComponent(suite).path).sorted()
+        try FileManager.default.contentsOfDirectory(atPath: url.appendingPathComponent(suite).path)
+            .sorted()
     }
 }
 
@@ -106,7 +111,11 @@ final class Child {
             if eof { return nil }
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else { return nil }
-            var descriptor = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            var descriptor = pollfd(
+                fd: output.fileHandleForReading.fileDescriptor,
+                events: Int16(POLLIN),
+                revents: 0
+            )
             let ready = poll(&descriptor, 1, Int32(remaining * 1000) + 1)
             if ready <= 0 { continue }
             var chunk = [UInt8](repeating: 0, count: 4096)
