@@ -1,0 +1,212 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `suite-defaults` binary, run as a user runs it, in a fresh SHOPFLOOR_HOME.
+final class SuiteDefaultsTool {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// The build products directory holds both this test bundle and the apps.
+    static var binary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("suite-defaults")
+    }
+
+    let home: URL
+
+    init() throws {
+        home = FileManager.default.temporaryDirectory
+            .appendingPathComponent("suite-defaults-cli-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        chmod(home.path, 0o700)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: home) }
+
+    func start(_ arguments: [String], stdin: String? = nil) throws -> (Process, Pipe, Pipe) {
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["SHOPFLOOR_HOME"] = home.path
+        environment.removeValue(forKey: "SHOPFLOOR_SUITE")
+        process.environment = environment
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let input = Pipe()
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        return (process, out, err)
+    }
+
+    @discardableResult
+    func run(_ arguments: String..., stdin: String? = nil) throws -> Run {
+        try run(arguments, stdin: stdin)
+    }
+
+    @discardableResult
+    func run(_ arguments: [String], stdin: String? = nil) throws -> Run {
+        let (process, out, err) = try start(arguments, stdin: stdin)
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus,
+            stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self)
+        )
+    }
+}
+
+@Suite("suite-defaults command")
+struct SuiteDefaultsCommandTests {
+    @Test("the binary is built next to the tests")
+    func binaryExists() {
+        #expect(FileManager.default.isExecutableFile(atPath: SuiteDefaultsTool.binary.path))
+    }
+
+    @Test("a suite never written reads and exports as {} with exit 0")
+    func neverWritten() throws {
+        let tool = try SuiteDefaultsTool()
+        #expect(try tool.run("read").stdout == "{}\n")
+        let export = try tool.run("export", "-", "--json")
+        #expect(export.status == 0)
+        #expect(export.stdout == "{}\n")
+    }
+
+    @Test(
+        "write then read prints each type as documented",
+        arguments: [
+            (["-string", "hello world"], "hello world"),
+            (["plain"], "plain"),
+            (["-int", "-42"], "-42"),
+            (["-float", "2.5"], "2.5"),
+            (["-bool", "yes"], "1"),
+            (["-bool", "false"], "0"),
+            (["-date", "2026-11-23T07:00:00Z"], "2026-11-23T07:00:00Z"),
+            (["-data", "00ff10"], "00ff10"),
+            (["-array", "a", "-int", "2"], "[\n  \"a\",\n  2\n]"),
+            (["-dict", "k", "-bool", "true"], "{\n  \"k\": true\n}"),
+            (["-string", "-looks-like-a-flag"], "-looks-like-a-flag"),
+        ]
+    )
+    func writeAndRead(value: [String], printed: String) throws {
+        let tool = try SuiteDefaultsTool()
+        let write = try tool.run(["write", "key"] + value)
+        #expect(write.status == 0, "\(write.stderr)")
+        #expect(try tool.run("read", "key").stdout == printed + "\n")
+    }
+
+    @Test(
+        "bad input exits with the documented code and names the problem",
+        arguments: [
+            (["read", "missing"], 3, "missing"),
+            (["read-type", "missing"], 3, "missing"),
+            (["delete", "missing"], 3, "missing"),
+            (["rename", "missing", "x"], 3, "missing"),
+            (["write", "k", "-int", "abc"], 64, "'abc' is not an integer"),
+            (["write", "k", "-bool", "maybe"], 64, "not a boolean"),
+            (["write", "k", "-date", "soon"], 64, "not an ISO 8601 date"),
+            (["write", "k", "-data", "xyz"], 64, "not hex data"),
+            (["write", "k", "-bogus", "1"], 64, "unknown type flag"),
+            (["write", "k"], 64, "needs a value"),
+            (["--suite", "../escape", "read"], 64, "invalid suite name"),
+            (["increment", "k", "lots"], 64, "not an integer amount"),
+        ]
+    )
+    func badInput(arguments: [String], status: Int32, message: String) throws {
+        let tool = try SuiteDefaultsTool()
+        let run = try tool.run(arguments)
+        #expect(run.status == status)
+        #expect(run.stderr.contains("error: "))
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+        #expect(run.stdout.isEmpty)
+    }
+
+    @Test("increment starts a missing key from 0, stores an integer, and read prints it plainly")
+    func increment() throws {
+        let tool = try SuiteDefaultsTool()
+        #expect(try tool.run("increment", "n", "800").stdout == "800\n")
+        #expect(try tool.run("read", "n").stdout == "800\n")
+        #expect(try tool.run("read-type", "n").stdout == "Type is integer\n")
+        #expect(try tool.run("increment", "n", "-1").stdout == "799\n")
+        try tool.run("write", "s", "text")
+        #expect(try tool.run("increment", "s").status == 1)
+    }
+
+    @Test("export --json gives one flat object that import reads back, in another suite")
+    func exportImport() throws {
+        let tool = try SuiteDefaultsTool()
+        try tool.run("write", "when", "-date", "2026-11-23T07:00:00Z")
+        try tool.run("write", "blob", "-data", "0102")
+        try tool.run("write", "n", "-int", "3")
+        let json = try tool.run("export", "-", "--json").stdout
+        #expect(json.contains("\"when\": \"2026-11-23T07:00:00Z\""))
+        #expect(json.contains("\"blob\": \"AQI=\""))
+        let plist = try tool.run("export", "-").stdout
+        #expect(plist.contains("<integer>3</integer>"))
+        #expect(try tool.run("--suite", "copy", "import", "-", stdin: plist).status == 0)
+        #expect(try tool.run("--suite", "copy", "read-type", "when").stdout == "Type is date\n")
+        #expect(try tool.run("--suite", "copy", "read", "blob").stdout == "0102\n")
+        let notDictionary = try tool.run("import", "-", stdin: "[1, 2]")
+        #expect(notDictionary.status == 1)
+        #expect(notDictionary.stderr.contains("a suite imports a dictionary"))
+        #expect(try tool.run("domains").stdout == "copy\nshopfloor\n")
+    }
+
+    @Test("read, export and find never print a file that is not the defaults store")
+    func secretsStayPrivate() throws {
+        let tool = try SuiteDefaultsTool()
+        try tool.run("write", "visible", "yes")
+        let container = tool.home.appendingPathComponent("shopfloor")
+        let token = container.appendingPathComponent("auth-token")
+        try Data("secret-token-value".utf8).write(to: token)
+        // A store replaced by a link to the token file is moved aside, not followed.
+        let store = container.appendingPathComponent("defaults.store")
+        try FileManager.default.removeItem(at: store)
+        symlink(token.path, store.path)
+        for arguments in [
+            ["read"], ["export", "-", "--json"], ["export", "-"], ["find", "secret"],
+        ] {
+            let run = try tool.run(arguments)
+            #expect(!run.stdout.contains("secret-token-value"), "\(arguments)")
+        }
+    }
+
+    @Test("watch prints one JSON line per change and exits 130 on SIGINT, 143 on SIGTERM")
+    func watch() throws {
+        for (signal, status) in [(SIGINT, Int32(130)), (SIGTERM, Int32(143))] {
+            let tool = try SuiteDefaultsTool()
+            try tool.run("write", "k", "-int", "1")
+            let (process, out, _) = try tool.start(["watch", "k"])
+            usleep(500_000)
+            try tool.run("write", "k", "-int", "2")
+            try tool.run("write", "other", "x")
+            usleep(300_000)
+            kill(process.processIdentifier, signal)
+            let output = String(
+                decoding: out.fileHandleForReading.readDataToEndOfFile(),
+                as: UTF8.self
+            )
+            process.waitUntilExit()
+            #expect(process.terminationStatus == status)
+            let lines = output.split(separator: "\n")
+            #expect(lines.count == 1, "\(output)")
+            #expect(
+                lines.first?.hasPrefix(#"{"suite":"shopfloor","key":"k","old":1,"new":2,"at":""#)
+                    == true
+            )
+        }
+    }
+}
