@@ -206,8 +206,9 @@ public final class SharedStore: Sendable {
     /// durably (nothing is written when `body` changes nothing).
     ///
     /// Every process and thread committing to this suite is serialized, so an update is
-    /// never lost. Keep `body` short: the suite's lock is held while it runs. If `body`
-    /// throws, nothing is written and its error is rethrown.
+    /// never lost. Keep `body` short: the suite's lock is held while it runs, so it must not
+    /// wait on other work or call this store (that would deadlock). If `body` throws,
+    /// nothing is written and its error is rethrown.
     /// - Throws: `body`'s error, or ``SharedStoreError``.
     @discardableResult
     public func update<R: Sendable>(_ body: (inout [String: DefaultsValue]) throws -> R) throws -> R
