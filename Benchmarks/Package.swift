@@ -12,6 +12,7 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(path: "../Packages/Models"),
         // Packages add `.package(path: "../Packages/<Name>")` here.
+        .package(path: "../Packages/Scanner"),
         .package(path: "../Packages/SharedDefaults"),
     ],
     targets: [
@@ -25,6 +26,15 @@ let package = Package(
             plugins: benchmarkPlugin
         ),
         // Packages add their `.executableTarget(name: "<Name>Benchmarks", ...)` here.
+        .executableTarget(
+            name: "ScannerBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Scanner", package: "Scanner"),
+            ],
+            path: "Benchmarks/ScannerBenchmarks",
+            plugins: benchmarkPlugin
+        ),
         .executableTarget(
             name: "SharedDefaultsBenchmarks",
             dependencies: [

@@ -1,0 +1,47 @@
+import Benchmark
+import Foundation
+import Scanner
+
+// Decoding and scanning single images from the dev corpus ($SHOPFLOOR_CORPUS/barcodes):
+// a clean QR PNG, an EAN-13 photo (WebP), and a photo without any code, which runs every
+// balanced fallback pass (the worst case per image). The comparison with zbarimg on the
+// whole corpus is compare/scan-vs-zbarimg.sh.
+
+private let corpus: URL = {
+    let root =
+        ProcessInfo.processInfo.environment["SHOPFLOOR_CORPUS"]
+        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("shared/corpus").path
+    return URL(fileURLWithPath: root).appendingPathComponent("barcodes")
+}()
+
+private func load(_ path: String) -> Data {
+    (try? Data(contentsOf: corpus.appendingPathComponent(path))) ?? Data()
+}
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .throughput, .mallocCountTotal], maxDuration: .seconds(3))
+    let reader = BarcodeReader()
+    let cases = [
+        ("QR PNG", "qrcode-2/1.png"), ("EAN-13 photo", "ean13-1/10.webp"),
+        ("no code photo", "falsepositives-1/01.webp"),
+    ]
+    for (label, path) in cases {
+        let data = load(path)
+        Benchmark("ImageBuffer decode: \(label)") { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(try? ImageBuffer(data: data)) }
+        }
+        guard let image = try? ImageBuffer(data: data) else { continue }
+        Benchmark("BarcodeReader.scan balanced: \(label)") { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(reader.scan(image)) }
+        }
+    }
+    let photo = (try? ImageBuffer(data: load("ean13-1/10.webp"))) ?? (try! ImageBuffer(width: 1, height: 1, format: .grey, pixels: [0]))
+    Benchmark("ImageBuffer grey view of an RGB photo (first use)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            let copy = try! ImageBuffer(width: photo.width, height: photo.height, format: photo.format, stride: photo.stride, pixels: photo.pixels)
+            blackHole(copy.greyscale())
+        }
+    }
+}
