@@ -48,15 +48,21 @@ struct InputCollector {
             }
             var isDirectory: ObjCBool = false
             guard fm.fileExists(atPath: argument, isDirectory: &isDirectory) else {
-                inputs.append(ScanInput(name: argument, source: .file(URL(fileURLWithPath: argument))))
+                inputs.append(
+                    ScanInput(name: argument, source: .file(URL(fileURLWithPath: argument)))
+                )
                 continue
             }
             guard isDirectory.boolValue else {
-                inputs.append(ScanInput(name: argument, source: .file(URL(fileURLWithPath: argument))))
+                inputs.append(
+                    ScanInput(name: argument, source: .file(URL(fileURLWithPath: argument)))
+                )
                 continue
             }
             guard recursive else {
-                errors.append("\(argument): is a directory (use --recursive to scan the images in it)")
+                errors.append(
+                    "\(argument): is a directory (use --recursive to scan the images in it)"
+                )
                 continue
             }
             inputs.append(contentsOf: walk(argument))
@@ -68,15 +74,23 @@ struct InputCollector {
         let base = URL(fileURLWithPath: directory)
         guard
             let enumerator = FileManager.default.enumerator(
-                at: base, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles])
+                at: base,
+                includingPropertiesForKeys: [.isRegularFileKey],
+                options: [.skipsHiddenFiles]
+            )
         else { return [] }
         var paths: [String] = []
         for case let url as URL in enumerator
         where Self.imageExtensions.contains(url.pathExtension.lowercased()) {
-            guard (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
+            guard (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true
+            else { continue }
             // Name files as the user would: the directory as given plus the relative path.
-            let relative = url.path.hasPrefix(base.path + "/") ? String(url.path.dropFirst(base.path.count + 1)) : url.lastPathComponent
-            paths.append(directory.hasSuffix("/") ? directory + relative : directory + "/" + relative)
+            let relative =
+                url.path.hasPrefix(base.path + "/")
+                ? String(url.path.dropFirst(base.path.count + 1)) : url.lastPathComponent
+            paths.append(
+                directory.hasSuffix("/") ? directory + relative : directory + "/" + relative
+            )
         }
         return paths.sorted().map { ScanInput(name: $0, source: .file(URL(fileURLWithPath: $0))) }
     }

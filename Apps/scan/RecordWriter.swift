@@ -24,7 +24,9 @@ final class RecordWriter {
             for symbol in record.symbols { out("\(symbol.symbology.zbarLabel):\(symbol.text)\n") }
         case .csv:
             for symbol in record.symbols {
-                out("\(Self.csv(record.file)),\(symbol.symbology.rawValue),\(Self.csv(symbol.text))\n")
+                out(
+                    "\(Self.csv(record.file)),\(symbol.symbology.rawValue),\(Self.csv(symbol.text))\n"
+                )
             }
         case .jsonl:
             out(JSONLine.encode(record) + "\n")
@@ -56,7 +58,11 @@ final class RecordWriter {
     /// RFC 4180 quoting when needed.
     static func csv(_ field: String) -> String {
         // Scalars, not Characters: "\r\n" is one Character and equals neither "\r" nor "\n".
-        guard field.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else {
+        guard
+            field.unicodeScalars.contains(where: {
+                $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r"
+            })
+        else {
             return field
         }
         return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
@@ -74,7 +80,8 @@ enum JSONLine {
             out += "{\"format\":" + string(s.symbology.rawValue)
             out += ",\"text\":" + string(s.text)
             out += ",\"bytesBase64\":" + string(s.bytes.base64EncodedString())
-            out += ",\"points\":[" + s.points.map { "[\($0.x),\($0.y)]" }.joined(separator: ",") + "]"
+            out +=
+                ",\"points\":[" + s.points.map { "[\($0.x),\($0.y)]" }.joined(separator: ",") + "]"
             out += ",\"engine\":" + string(s.engine.rawValue)
             out += ",\"symbologyIdentifier\":" + string(s.symbologyIdentifier)
             out += ",\"gs1\":" + (s.isGS1 ? "true" : "false") + "}"

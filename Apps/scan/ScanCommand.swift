@@ -37,8 +37,11 @@ struct ScanCommand: AsyncParsableCommand {
     var format: OutputFormat = .text
 
     @Option(
-        name: .long, help: "Comma-separated symbologies to look for (\(Symbology.allCases.map(\.commandLineName).joined(separator: ","))). Default: all.",
-        transform: SymbologyList.parse)
+        name: .long,
+        help:
+            "Comma-separated symbologies to look for (\(Symbology.allCases.map(\.commandLineName).joined(separator: ","))). Default: all.",
+        transform: SymbologyList.parse
+    )
     var symbologies: SymbologyList?
 
     @Option(name: .shortAndLong, help: "Effort on hard images: fast, balanced or thorough.")
@@ -53,7 +56,11 @@ struct ScanCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Stop after this many symbols per image.")
     var maxSymbols: Int?
 
-    @Option(name: .long, help: "Scan only this region of each image: X,Y,WIDTH,HEIGHT in pixels.", transform: RegionArgument.parse)
+    @Option(
+        name: .long,
+        help: "Scan only this region of each image: X,Y,WIDTH,HEIGHT in pixels.",
+        transform: RegionArgument.parse
+    )
     var region: PixelRect?
 
     @Flag(name: .long, help: "Do not look for rotated symbols.")
@@ -70,9 +77,13 @@ struct ScanCommand: AsyncParsableCommand {
     mutating func validate() throws {
         if inputs.isEmpty { throw ValidationError("give at least one image file, directory or -") }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
-        if let maxSymbols, maxSymbols < 1 { throw ValidationError("--max-symbols must be at least 1") }
+        if let maxSymbols, maxSymbols < 1 {
+            throw ValidationError("--max-symbols must be at least 1")
+        }
         if maxMegapixels < 1 { throw ValidationError("--max-megapixels must be at least 1") }
-        if inputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdin (-) can be read only once") }
+        if inputs.filter({ $0 == "-" }).count > 1 {
+            throw ValidationError("stdin (-) can be read only once")
+        }
         if common.json { format = .jsonl }
     }
 
@@ -85,23 +96,29 @@ struct ScanCommand: AsyncParsableCommand {
             effort: effort.effort,
             searchesRotations: !noRotations,
             searchesInverted: !noInverted,
-            maximumSymbols: maxSymbols)
+            maximumSymbols: maxSymbols
+        )
         let collected = InputCollector(recursive: recursive).collect(inputs)
         var sawUnreadable = !collected.errors.isEmpty
         for error in collected.errors { Console.error(error) }
 
         let scanner = FileScanner(
             barcodes: BarcodeReader(options: options, logger: logger),
-            limits: ImageLimits(maximumPixelCount: maxMegapixels * 1_000_000))
+            limits: ImageLimits(maximumPixelCount: maxMegapixels * 1_000_000)
+        )
         let writer = RecordWriter(format: format)
-        let progress = Progress(total: collected.inputs.count, enabled: !common.quiet && Console.stderrIsTerminal)
+        let progress = Progress(
+            total: collected.inputs.count,
+            enabled: !common.quiet && Console.stderrIsTerminal
+        )
         var sawEmpty = false
         var symbolCount = 0
         let started = ContinuousClock.now
 
         writer.begin()
         let items = collected.inputs
-        let stream = ImageBatch.process(count: items.count, jobs: jobs ?? ImageBatch.defaultJobs) { index in
+        let stream = ImageBatch.process(count: items.count, jobs: jobs ?? ImageBatch.defaultJobs) {
+            index in
             scanner.scan(items[index])
         }
         for await record in stream {
@@ -124,8 +141,12 @@ struct ScanCommand: AsyncParsableCommand {
             throw ExitStatus.interrupted.exitCode
         }
         if !common.quiet {
-            let seconds = (ContinuousClock.now - started).formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 2)))
-            Console.note("scanned \(symbolCount) barcode symbols from \(items.count) images in \(seconds)")
+            let seconds = (ContinuousClock.now - started).formatted(
+                .units(allowed: [.seconds], fractionalPart: .show(length: 2))
+            )
+            Console.note(
+                "scanned \(symbolCount) barcode symbols from \(items.count) images in \(seconds)"
+            )
         }
         if sawUnreadable { throw ExitStatus.failure.exitCode }
         if sawEmpty { throw ExitStatus.nothingFound.exitCode }
@@ -160,7 +181,8 @@ struct SymbologyList {
         where !name.isEmpty {
             guard let symbology = Symbology(name: name) else {
                 throw ValidationError(
-                    "unknown symbology '\(name)'; known: \(Symbology.allCases.map(\.commandLineName).joined(separator: ","))")
+                    "unknown symbology '\(name)'; known: \(Symbology.allCases.map(\.commandLineName).joined(separator: ","))"
+                )
             }
             set.insert(symbology)
         }
@@ -172,10 +194,17 @@ struct SymbologyList {
 /// `--region X,Y,WIDTH,HEIGHT`
 enum RegionArgument {
     static func parse(_ argument: String) throws -> PixelRect {
-        let parts = argument.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard parts.count == 4, let x = parts[0], let y = parts[1], let w = parts[2], let h = parts[3],
+        let parts = argument.split(separator: ",").map {
+            Int($0.trimmingCharacters(in: .whitespaces))
+        }
+        guard parts.count == 4, let x = parts[0], let y = parts[1], let w = parts[2],
+            let h = parts[3],
             x >= 0, y >= 0, w > 0, h > 0
-        else { throw ValidationError("--region wants X,Y,WIDTH,HEIGHT with a positive width and height") }
+        else {
+            throw ValidationError(
+                "--region wants X,Y,WIDTH,HEIGHT with a positive width and height"
+            )
+        }
         return PixelRect(x: x, y: y, width: w, height: h)
     }
 }

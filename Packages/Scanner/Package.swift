@@ -34,7 +34,9 @@ let package = Package(
         // (they print to stderr otherwise), every other format through leptonica, silenced.
         .target(
             name: "CImageIO",
-            linkerSettings: [.linkedLibrary("lept"), .linkedLibrary("png16"), .linkedLibrary("jpeg")]
+            linkerSettings: [
+                .linkedLibrary("lept"), .linkedLibrary("png16"), .linkedLibrary("jpeg"),
+            ]
         ),
         // ZXing-C++ behind a small self-contained C header; only this target sees ZXing's.
         .target(

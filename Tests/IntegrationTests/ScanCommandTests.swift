@@ -16,7 +16,8 @@ enum ScanTool {
 
     /// The build products directory holds both this test bundle and the apps.
     static var binary: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("scan")
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("scan")
     }
 
     /// The barcode corpus: $SHOPFLOOR_CORPUS/barcodes, else <repo>/../shared/corpus/barcodes.
@@ -24,11 +25,16 @@ enum ScanTool {
         if let root = ProcessInfo.processInfo.environment["SHOPFLOOR_CORPUS"], !root.isEmpty {
             return URL(fileURLWithPath: root).appendingPathComponent("barcodes")
         }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/corpus/barcodes")
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+                "shared/corpus/barcodes"
+            )
     }
 
-    static func run(_ arguments: [String], stdin: Data? = nil, interruptAfter: Double? = nil) throws -> Run {
+    static func run(_ arguments: [String], stdin: Data? = nil, interruptAfter: Double? = nil) throws
+        -> Run
+    {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -53,12 +59,16 @@ enum ScanTool {
         process.waitUntilExit()
         while !errData.done { Thread.sleep(forTimeInterval: 0.01) }
         return Run(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData.value, as: UTF8.self))
+            status: process.terminationStatus,
+            stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData.value, as: UTF8.self)
+        )
     }
 
     static func temporaryDirectory() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("scan-it-\(UUID().uuidString)")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "scan-it-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         return dir
     }
@@ -74,7 +84,11 @@ final class Mutexed<T>: @unchecked Sendable {
     init(_ value: T) { stored = value }
     var value: T {
         get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue; finished = true } }
+        set {
+            lock.withLock {
+                stored = newValue; finished = true
+            }
+        }
     }
     var done: Bool { lock.withLock { finished } }
 }
@@ -109,12 +123,16 @@ struct ScanCommandTests {
         #expect(run.status == 1)
         let lines = run.stdout.split(separator: "\n").map(String.init)
         try #require(lines.count == 3)
-        let objects = try lines.map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        let objects = try lines.map {
+            try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
         #expect(objects.map { $0["file"] as? String } == [upca, notImage.path, empty])
         let symbol = try #require((objects[0]["symbols"] as? [[String: Any]])?.first)
         #expect(symbol["format"] as? String == "UPCA")
         #expect(symbol["text"] as? String == "0036602301467")
-        #expect(symbol["bytesBase64"] as? String == Data("0036602301467".utf8).base64EncodedString())
+        #expect(
+            symbol["bytesBase64"] as? String == Data("0036602301467".utf8).base64EncodedString()
+        )
         #expect((symbol["points"] as? [[Int]])?.count == 4)
         #expect(["zxing", "zbar"].contains(symbol["engine"] as? String))
         #expect(objects[0]["error"] is NSNull)
@@ -128,7 +146,11 @@ struct ScanCommandTests {
         let multiline = ScanTool.corpus.appendingPathComponent("qrcode-2/16.webp").path
         let run = try ScanTool.run(["-f", "csv", "-q", upca, multiline])
         #expect(run.status == 0)
-        #expect(run.stdout.hasPrefix("file,format,text\n\(upca),UPCA,0036602301467\n\(multiline),QRCode,\""))
+        #expect(
+            run.stdout.hasPrefix(
+                "file,format,text\n\(upca),UPCA,0036602301467\n\(multiline),QRCode,\""
+            )
+        )
     }
 
     @Test("exit codes: 4 when a readable input has no symbol, 1 when one is unreadable (1 wins)")
@@ -138,10 +160,14 @@ struct ScanCommandTests {
         #expect(try ScanTool.run(["-q", upca, qr]).status == 0)
     }
 
-    @Test("usage errors exit 64", arguments: [
-        [String](), ["--jobs", "0", "x.png"], ["--symbologies", "nonsense", "x.png"], ["--format", "xml", "x.png"],
-        ["--region", "1,2,3", "x.png"], ["-", "-"],
-    ])
+    @Test(
+        "usage errors exit 64",
+        arguments: [
+            [String](), ["--jobs", "0", "x.png"], ["--symbologies", "nonsense", "x.png"],
+            ["--format", "xml", "x.png"],
+            ["--region", "1,2,3", "x.png"], ["-", "-"],
+        ]
+    )
     func usage(arguments: [String]) throws {
         #expect(try ScanTool.run(arguments).status == 64)
     }
@@ -160,8 +186,14 @@ struct ScanCommandTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let sub = dir.appendingPathComponent("b-sub")
         try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: upca, toPath: sub.appendingPathComponent("code.webp").path)
-        try FileManager.default.copyItem(atPath: qr, toPath: dir.appendingPathComponent("a.png").path)
+        try FileManager.default.copyItem(
+            atPath: upca,
+            toPath: sub.appendingPathComponent("code.webp").path
+        )
+        try FileManager.default.copyItem(
+            atPath: qr,
+            toPath: dir.appendingPathComponent("a.png").path
+        )
         try Data("skip me".utf8).write(to: dir.appendingPathComponent("readme.txt"))
 
         let flat = try ScanTool.run(["-q", dir.path])
@@ -170,7 +202,9 @@ struct ScanCommandTests {
 
         let deep = try ScanTool.run(["-q", "-r", "-f", "csv", dir.path])
         #expect(deep.status == 0)
-        let files = deep.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: ",").first.map(String.init) ?? "" }
+        let files = deep.stdout.split(separator: "\n").dropFirst().map {
+            $0.split(separator: ",").first.map(String.init) ?? ""
+        }
         #expect(files == [dir.path + "/a.png", dir.path + "/b-sub/code.webp"])
     }
 
@@ -186,8 +220,12 @@ struct ScanCommandTests {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let png = try Data(contentsOf: URL(fileURLWithPath: qr))
-        let jpeg = try Data(contentsOf: ScanTool.corpus.appendingPathComponent("qrcode-2/high-res-1.jpg"))
-        var huge = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8))
+        let jpeg = try Data(
+            contentsOf: ScanTool.corpus.appendingPathComponent("qrcode-2/high-res-1.jpg")
+        )
+        var huge = Data(
+            [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8)
+        )
         huge.append(contentsOf: [0, 0, 0xEA, 0x60, 0, 0, 0xEA, 0x60, 8, 0, 0, 0, 0, 0, 0, 0, 0])
         let files: [(String, Data)] = [
             ("empty.png", Data()), ("truncated.png", png.prefix(png.count / 2)),

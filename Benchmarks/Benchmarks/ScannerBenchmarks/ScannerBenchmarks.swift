@@ -21,7 +21,10 @@ private func load(_ path: String) -> Data {
 }
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .throughput, .mallocCountTotal], maxDuration: .seconds(3))
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .throughput, .mallocCountTotal],
+        maxDuration: .seconds(3)
+    )
     let reader = BarcodeReader()
     let cases = [
         ("QR PNG", "qrcode-2/1.png"), ("EAN-13 photo", "ean13-1/10.webp"),
@@ -37,10 +40,18 @@ let benchmarks: @Sendable () -> Void = {
             for _ in benchmark.scaledIterations { blackHole(reader.scan(image)) }
         }
     }
-    let photo = (try? ImageBuffer(data: load("ean13-1/10.webp"))) ?? (try! ImageBuffer(width: 1, height: 1, format: .grey, pixels: [0]))
+    let photo =
+        (try? ImageBuffer(data: load("ean13-1/10.webp")))
+        ?? (try! ImageBuffer(width: 1, height: 1, format: .grey, pixels: [0]))
     Benchmark("ImageBuffer grey view of an RGB photo (first use)") { benchmark in
         for _ in benchmark.scaledIterations {
-            let copy = try! ImageBuffer(width: photo.width, height: photo.height, format: photo.format, stride: photo.stride, pixels: photo.pixels)
+            let copy = try! ImageBuffer(
+                width: photo.width,
+                height: photo.height,
+                format: photo.format,
+                stride: photo.stride,
+                pixels: photo.pixels
+            )
             blackHole(copy.greyscale())
         }
     }

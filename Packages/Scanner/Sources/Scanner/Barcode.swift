@@ -44,8 +44,13 @@ public struct Barcode: Sendable, Hashable, Codable {
 
     /// Creates a barcode value.
     public init(
-        symbology: Symbology, text: String, bytes: Data, points: [ImagePoint], engine: BarcodeEngine,
-        isGS1: Bool, symbologyIdentifier: String
+        symbology: Symbology,
+        text: String,
+        bytes: Data,
+        points: [ImagePoint],
+        engine: BarcodeEngine,
+        isGS1: Bool,
+        symbologyIdentifier: String
     ) {
         self.symbology = symbology
         self.text = text

@@ -13,7 +13,10 @@ public final class BarcodeReader: Sendable {
     private let logger: Logger
 
     /// Creates a reader.
-    public init(options: BarcodeScanOptions = .standard, logger: Logger = Logger(label: "shopfloor.scanner")) {
+    public init(
+        options: BarcodeScanOptions = .standard,
+        logger: Logger = Logger(label: "shopfloor.scanner")
+    ) {
         self.options = options
         self.logger = logger
     }
@@ -39,8 +42,10 @@ public final class BarcodeReader: Sendable {
                 "scanner pass",
                 metadata: [
                     "pass": "\(index)", "name": "\(pass.name)", "found": "\(found.count)",
-                    "ms": "\((ContinuousClock.now - started).components.attoseconds / 1_000_000_000_000_000)",
-                ])
+                    "ms":
+                        "\((ContinuousClock.now - started).components.attoseconds / 1_000_000_000_000_000)",
+                ]
+            )
             if merger.isFull { break }
             // ZXing first; zbar next only when ZXing found nothing (or when thorough), because
             // where ZXing reads a symbol zbar rarely adds one and costs as much again.
@@ -52,13 +57,16 @@ public final class BarcodeReader: Sendable {
 
     /// Decodes and scans the image at `url`.
     /// - Throws: ``ImageError`` when the file cannot be read or decoded.
-    public func scan(contentsOf url: URL, limits: ImageLimits = .default) throws(ImageError) -> [Barcode] {
+    public func scan(contentsOf url: URL, limits: ImageLimits = .default) throws(ImageError)
+        -> [Barcode]
+    {
         scan(try ImageBuffer(contentsOf: url, limits: limits))
     }
 
     /// Decodes and scans an encoded image held in memory.
     /// - Throws: ``ImageError`` when the data cannot be decoded.
-    public func scan(data: Data, name: String = "data", limits: ImageLimits = .default) throws(ImageError)
+    public func scan(data: Data, name: String = "data", limits: ImageLimits = .default)
+        throws(ImageError)
         -> [Barcode]
     {
         scan(try ImageBuffer(data: data, name: name, limits: limits))
@@ -92,7 +100,10 @@ public final class BarcodeReader: Sendable {
             var plain = first
             plain.tryInvert = false
             list.append(
-                both("inverted 1D", plain, only: \.isLinear, zbarToo: false) { g in (GreyOps.inverted(g), .identity) })
+                both("inverted 1D", plain, only: \.isLinear, zbarToo: false) { g in
+                    (GreyOps.inverted(g), .identity)
+                }
+            )
         }
         // Small images: modules of one or two pixels, which both engines miss.
         let shortSide = min(grey.width, grey.height)
@@ -100,7 +111,9 @@ public final class BarcodeReader: Sendable {
             list.append(both("upscale x2", first) { g in GreyOps.scaled(g, by: 2) })
         }
         // Noise, print dots and textured modules: a light blur joins them (2D symbols).
-        list.append(both("blur", first, only: { !$0.isLinear }) { g in (GreyOps.blurred(g), .identity) })
+        list.append(
+            both("blur", first, only: { !$0.isLinear }) { g in (GreyOps.blurred(g), .identity) }
+        )
         guard o.effort == .thorough else { return list }
 
         if shortSide >= 320, shortSide < 800 {
@@ -110,13 +123,17 @@ public final class BarcodeReader: Sendable {
             list.append(both("downscale x0.5", first) { g in GreyOps.scaled(g, by: 0.5) })
         }
         // Out-of-focus 1D codes: unsharp masking restores their bar edges.
-        list.append(both("sharpen 1D", first, only: \.isLinear) { g in
-            (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
-        })
+        list.append(
+            both("sharpen 1D", first, only: \.isLinear) { g in
+                (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
+            }
+        )
         list.append(zbar("zbar blur") { g in (GreyOps.blurred(g), .identity) })
 
         // Thorough: contrast, 45° rotations, inversion for zbar, fixed threshold.
-        list.append(both("contrast", global) { g in (GreyOps.contrastStretched(g) ?? g, .identity) })
+        list.append(
+            both("contrast", global) { g in (GreyOps.contrastStretched(g) ?? g, .identity) }
+        )
         var fixed = first
         fixed.binarizer = .fixedThreshold
         list.append(zxing("zxing fixed-threshold", fixed))
@@ -125,29 +142,44 @@ public final class BarcodeReader: Sendable {
         }
         if o.searchesRotations {
             for degrees in [45.0, -45.0] {
-                list.append(both("rotate \(Int(degrees))", first) { g in GreyOps.rotated(g, degrees: degrees) })
+                list.append(
+                    both("rotate \(Int(degrees))", first) { g in
+                        GreyOps.rotated(g, degrees: degrees)
+                    }
+                )
             }
         }
         if shortSide < 600 {
-            list.append(both("upscale x3 blur", global) { g in
-                let (up, t) = GreyOps.scaled(g, by: 3)
-                return (GreyOps.blurred(up), t)
-            })
+            list.append(
+                both("upscale x3 blur", global) { g in
+                    let (up, t) = GreyOps.scaled(g, by: 3)
+                    return (GreyOps.blurred(up), t)
+                }
+            )
         }
         return list
     }
 
     private func zxing(
-        _ name: String, _ settings: ZXingEngine.Pass, only filter: @escaping @Sendable (Symbology) -> Bool = { _ in true }
+        _ name: String,
+        _ settings: ZXingEngine.Pass,
+        only filter: @escaping @Sendable (Symbology) -> Bool = { _ in true }
     ) -> Pass {
         Pass(name: name) { g, o, base in
             ZXingEngine.read(
-                g, symbologies: o.symbologies.filter(filter), pass: settings, maximumSymbols: o.maximumSymbols,
-                transform: base) ?? []
+                g,
+                symbologies: o.symbologies.filter(filter),
+                pass: settings,
+                maximumSymbols: o.maximumSymbols,
+                transform: base
+            ) ?? []
         }
     }
 
-    private func zbar(_ name: String, _ derive: @escaping @Sendable (ImageBuffer) -> (ImageBuffer, PointTransform))
+    private func zbar(
+        _ name: String,
+        _ derive: @escaping @Sendable (ImageBuffer) -> (ImageBuffer, PointTransform)
+    )
         -> Pass
     {
         Pass(name: name) { g, o, base in
@@ -158,8 +190,10 @@ public final class BarcodeReader: Sendable {
     }
 
     private func both(
-        _ name: String, _ settings: ZXingEngine.Pass,
-        only filter: @escaping @Sendable (Symbology) -> Bool = { _ in true }, zbarToo: Bool = true,
+        _ name: String,
+        _ settings: ZXingEngine.Pass,
+        only filter: @escaping @Sendable (Symbology) -> Bool = { _ in true },
+        zbarToo: Bool = true,
         _ derive: @escaping @Sendable (ImageBuffer) -> (ImageBuffer, PointTransform)
     ) -> Pass {
         Pass(name: name) { g, o, base in
@@ -169,8 +203,12 @@ public final class BarcodeReader: Sendable {
             let transform = base.after(t)
             let z =
                 ZXingEngine.read(
-                    image, symbologies: symbologies, pass: settings, maximumSymbols: o.maximumSymbols,
-                    transform: transform) ?? []
+                    image,
+                    symbologies: symbologies,
+                    pass: settings,
+                    maximumSymbols: o.maximumSymbols,
+                    transform: transform
+                ) ?? []
             guard zbarToo, z.isEmpty, ZBarEngine.supports(any: symbologies) else { return z }
             return ZBarEngine.read(image, symbologies: symbologies, transform: transform)
         }
@@ -192,7 +230,9 @@ struct Merger {
             if isFull { return }
             if let i = items.firstIndex(where: { Self.sameSymbol($0, barcode) }) {
                 // Keep the first reading (ZXing runs first: it decodes ECI and character sets).
-                if items[i].points.isEmpty, !barcode.points.isEmpty { items[i].points = barcode.points }
+                if items[i].points.isEmpty, !barcode.points.isEmpty {
+                    items[i].points = barcode.points
+                }
                 continue
             }
             items.append(barcode)
@@ -201,7 +241,9 @@ struct Merger {
 
     /// Same symbology and payload; or the same symbology at the same place (one engine misread).
     static func sameSymbol(_ a: Barcode, _ b: Barcode) -> Bool {
-        guard a.symbology == b.symbology || (a.symbology.isEAN && b.symbology.isEAN) else { return false }
+        guard a.symbology == b.symbology || (a.symbology.isEAN && b.symbology.isEAN) else {
+            return false
+        }
         if a.bytes == b.bytes || a.text == b.text { return true }
         return overlap(a.boundingBox, b.boundingBox) > 0.5
     }

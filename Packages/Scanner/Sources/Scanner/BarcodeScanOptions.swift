@@ -47,7 +47,11 @@ public struct BarcodeScanOptions: Sendable, Hashable, Codable {
     public static let thorough = BarcodeScanOptions(effort: .thorough)
 
     /// Every symbology, first passes only: live video, clean printed labels.
-    public static let fast = BarcodeScanOptions(effort: .fast, searchesRotations: false, searchesInverted: false)
+    public static let fast = BarcodeScanOptions(
+        effort: .fast,
+        searchesRotations: false,
+        searchesInverted: false
+    )
 
     /// Product labels at the till: EAN/UPC and the GS1 carriers (Code 128, DataMatrix, DataBar, QR).
     public static let retail = BarcodeScanOptions(

@@ -10,18 +10,27 @@ struct PointTransform: Sendable {
     func apply(_ p: ImagePoint) -> ImagePoint {
         let x = Double(p.x)
         let y = Double(p.y)
-        return ImagePoint(x: Int((a * x + b * y + tx).rounded()), y: Int((c * x + d * y + ty).rounded()))
+        return ImagePoint(
+            x: Int((a * x + b * y + tx).rounded()),
+            y: Int((c * x + d * y + ty).rounded())
+        )
     }
 
     /// First `inner`, then `self`.
     func after(_ inner: PointTransform) -> PointTransform {
         PointTransform(
-            a: a * inner.a + b * inner.c, b: a * inner.b + b * inner.d,
-            c: c * inner.a + d * inner.c, d: c * inner.b + d * inner.d,
-            tx: a * inner.tx + b * inner.ty + tx, ty: c * inner.tx + d * inner.ty + ty)
+            a: a * inner.a + b * inner.c,
+            b: a * inner.b + b * inner.d,
+            c: c * inner.a + d * inner.c,
+            d: c * inner.b + d * inner.d,
+            tx: a * inner.tx + b * inner.ty + tx,
+            ty: c * inner.tx + d * inner.ty + ty
+        )
     }
 
-    static func translation(_ x: Double, _ y: Double) -> PointTransform { PointTransform(tx: x, ty: y) }
+    static func translation(_ x: Double, _ y: Double) -> PointTransform {
+        PointTransform(tx: x, ty: y)
+    }
     static func scale(_ s: Double) -> PointTransform { PointTransform(a: s, d: s) }
 }
 
@@ -50,8 +59,14 @@ enum GreyOps {
                             let x0 = min(maxX, Int(fx))
                             let x1 = min(maxX, x0 + 1)
                             let wx = Int((fx - Double(x0)) * 256)
-                            let top = Int(src[y0 * g.stride + x0]) * (256 - wx) + Int(src[y0 * g.stride + x1]) * wx
-                            let bottom = Int(src[y1 * g.stride + x0]) * (256 - wx) + Int(src[y1 * g.stride + x1]) * wx
+                            let top =
+                                Int(src[y0 * g.stride + x0]) * (256 - wx) + Int(
+                                    src[y0 * g.stride + x1]
+                                ) * wx
+                            let bottom =
+                                Int(src[y1 * g.stride + x0]) * (256 - wx) + Int(
+                                    src[y1 * g.stride + x1]
+                                ) * wx
                             o[y * w + x] = UInt8((top * (256 - wy) + bottom * wy) >> 16)
                         }
                     }
@@ -65,7 +80,9 @@ enum GreyOps {
                         let x0 = Int(Double(x) * step)
                         let x1 = max(x0 + 1, min(g.width, Int(Double(x + 1) * step)))
                         var sum = 0
-                        for yy in y0..<y1 { for xx in x0..<x1 { sum += Int(src[yy * g.stride + xx]) } }
+                        for yy in y0..<y1 {
+                            for xx in x0..<x1 { sum += Int(src[yy * g.stride + xx]) }
+                        }
                         out[y * w + x] = UInt8(sum / ((y1 - y0) * (x1 - x0)))
                     }
                 }
@@ -83,7 +100,9 @@ enum GreyOps {
     /// Stretches the 1st..99th percentile of the histogram over the full range.
     static func contrastStretched(_ g: ImageBuffer) -> ImageBuffer? {
         var histogram = [Int](repeating: 0, count: 256)
-        for y in 0..<g.height { for x in 0..<g.width { histogram[Int(g.pixels[y * g.stride + x])] += 1 } }
+        for y in 0..<g.height {
+            for x in 0..<g.width { histogram[Int(g.pixels[y * g.stride + x])] += 1 }
+        }
         let total = g.width * g.height
         var low = 0
         var acc = 0
@@ -94,7 +113,9 @@ enum GreyOps {
         guard high - low > 8, high - low < 200 else { return nil }
         let span = Double(high - low)
         var table = [UInt8](repeating: 0, count: 256)
-        for v in 0..<256 { table[v] = UInt8(max(0, min(255, (Double(v - low) / span * 255).rounded()))) }
+        for v in 0..<256 {
+            table[v] = UInt8(max(0, min(255, (Double(v - low) / span * 255).rounded())))
+        }
         return map(g) { table[Int($0)] }
     }
 
@@ -126,7 +147,9 @@ enum GreyOps {
                     let mid = y * w
                     let down = (y < h - 1 ? y + 1 : y) * w
                     for x in 0..<w {
-                        o[mid + x] = UInt8((UInt32(r[up + x]) + UInt32(r[mid + x]) + UInt32(r[down + x])) / 9)
+                        o[mid + x] = UInt8(
+                            (UInt32(r[up + x]) + UInt32(r[mid + x]) + UInt32(r[down + x])) / 9
+                        )
                     }
                 }
             }
@@ -148,7 +171,13 @@ enum GreyOps {
                 out[y * g.width + x] = UInt8(max(0, min(255, v + ((v - b) * k) >> 8)))
             }
         }
-        return ImageBuffer(uncheckedWidth: g.width, height: g.height, format: .grey, stride: g.width, pixels: out)
+        return ImageBuffer(
+            uncheckedWidth: g.width,
+            height: g.height,
+            format: .grey,
+            stride: g.width,
+            pixels: out
+        )
     }
 
     /// A separable box blur of any radius with running sums (edges clamp).
@@ -205,13 +234,20 @@ enum GreyOps {
                 // Inverse rotation: where this output pixel comes from.
                 let sx = Int((cosR * dx + sinR * dy + cx).rounded(.down))
                 let sy = Int((-sinR * dx + cosR * dy + cy).rounded(.down))
-                if sx >= 0, sx < g.width, sy >= 0, sy < g.height { out[y * w + x] = g.pixels[sy * g.stride + sx] }
+                if sx >= 0, sx < g.width, sy >= 0, sy < g.height {
+                    out[y * w + x] = g.pixels[sy * g.stride + sx]
+                }
             }
         }
         let image = ImageBuffer(uncheckedWidth: w, height: h, format: .grey, stride: w, pixels: out)
         let back = PointTransform(
-            a: cosR, b: sinR, c: -sinR, d: cosR,
-            tx: -cosR * ox - sinR * oy + cx, ty: sinR * ox - cosR * oy + cy)
+            a: cosR,
+            b: sinR,
+            c: -sinR,
+            d: cosR,
+            tx: -cosR * ox - sinR * oy + cx,
+            ty: sinR * ox - cosR * oy + cy
+        )
         return (image, back)
     }
 
@@ -220,6 +256,12 @@ enum GreyOps {
         for y in 0..<g.height {
             for x in 0..<g.width { out[y * g.width + x] = f(g.pixels[y * g.stride + x]) }
         }
-        return ImageBuffer(uncheckedWidth: g.width, height: g.height, format: .grey, stride: g.width, pixels: out)
+        return ImageBuffer(
+            uncheckedWidth: g.width,
+            height: g.height,
+            format: .grey,
+            stride: g.width,
+            pixels: out
+        )
     }
 }

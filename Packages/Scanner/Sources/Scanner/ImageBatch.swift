@@ -13,7 +13,9 @@ public enum ImageBatch {
 
     /// Runs `work(index)` for `0..<count` on up to `jobs` threads; yields the results in order.
     public static func process<T: Sendable>(
-        count: Int, jobs: Int = defaultJobs, _ work: @escaping @Sendable (Int) -> T
+        count: Int,
+        jobs: Int = defaultJobs,
+        _ work: @escaping @Sendable (Int) -> T
     ) -> AsyncStream<T> {
         AsyncStream { continuation in
             let state = BatchState<T>(count: count, continuation: continuation)
@@ -128,7 +130,9 @@ public struct ScanInput: Sendable {
     }
 
     /// A file input named by its path.
-    public static func file(_ url: URL) -> ScanInput { ScanInput(name: url.path, source: .file(url)) }
+    public static func file(_ url: URL) -> ScanInput {
+        ScanInput(name: url.path, source: .file(url))
+    }
 
     /// Decodes this input into pixels.
     /// - Throws: ``ImageError`` naming this input.
@@ -139,7 +143,12 @@ public struct ScanInput: Sendable {
             do {
                 data = try ImageBuffer.readFile(url)
             } catch {
-                throw ImageError(code: error.code, input: name, message: error.message, cause: error.cause)
+                throw ImageError(
+                    code: error.code,
+                    input: name,
+                    message: error.message,
+                    cause: error.cause
+                )
             }
             return try ImageBuffer(data: data, name: name, limits: limits)
         case .data(let data):
@@ -165,13 +174,20 @@ public struct BarcodeScanResult: Sendable {
 extension BarcodeReader {
     /// Scans many inputs on up to `jobs` threads; results arrive in input order.
     public func scan(
-        _ inputs: [ScanInput], jobs: Int = ImageBatch.defaultJobs, limits: ImageLimits = .default
+        _ inputs: [ScanInput],
+        jobs: Int = ImageBatch.defaultJobs,
+        limits: ImageLimits = .default
     ) -> AsyncStream<BarcodeScanResult> {
         ImageBatch.process(count: inputs.count, jobs: jobs) { index in
             let input = inputs[index]
             do throws(ImageError) {
                 let image = try input.decode(limits: limits)
-                return BarcodeScanResult(name: input.name, index: index, barcodes: self.scan(image), error: nil)
+                return BarcodeScanResult(
+                    name: input.name,
+                    index: index,
+                    barcodes: self.scan(image),
+                    error: nil
+                )
             } catch {
                 return BarcodeScanResult(name: input.name, index: index, barcodes: [], error: error)
             }
@@ -179,7 +195,9 @@ extension BarcodeReader {
     }
 
     /// Scans files on up to `jobs` threads; results arrive in input order.
-    public func scan(files: [URL], jobs: Int = ImageBatch.defaultJobs) -> AsyncStream<BarcodeScanResult> {
+    public func scan(files: [URL], jobs: Int = ImageBatch.defaultJobs) -> AsyncStream<
+        BarcodeScanResult
+    > {
         scan(files.map(ScanInput.file), jobs: jobs)
     }
 }

@@ -1,5 +1,5 @@
-public import Foundation
 internal import CImageIO
+public import Foundation
 internal import Synchronization
 
 /// Limits applied before any pixel is decoded.
@@ -58,7 +58,11 @@ public struct ImageBuffer: Sendable {
     ///
     /// - Throws: ``ImageError`` with code `invalidPixels` when the sizes do not match.
     public init(
-        width: Int, height: Int, format: PixelFormat, stride: Int? = nil, pixels: [UInt8]
+        width: Int,
+        height: Int,
+        format: PixelFormat,
+        stride: Int? = nil,
+        pixels: [UInt8]
     ) throws(ImageError) {
         let rowBytes = width * format.channels
         let stride = stride ?? rowBytes
@@ -66,15 +70,23 @@ public struct ImageBuffer: Sendable {
             pixels.count >= stride * (height - 1) + rowBytes
         else {
             throw ImageError(
-                code: .invalidPixels, input: "pixels",
+                code: .invalidPixels,
+                input: "pixels",
                 message:
                     "\(pixels.count) bytes do not hold \(width) x \(height) \(format.rawValue) pixels with stride \(stride)"
             )
         }
-        self.init(uncheckedWidth: width, height: height, format: format, stride: stride, pixels: pixels)
+        self.init(
+            uncheckedWidth: width,
+            height: height,
+            format: format,
+            stride: stride,
+            pixels: pixels
+        )
     }
 
-    init(uncheckedWidth width: Int, height: Int, format: PixelFormat, stride: Int, pixels: [UInt8]) {
+    init(uncheckedWidth width: Int, height: Int, format: PixelFormat, stride: Int, pixels: [UInt8])
+    {
         self.width = width
         self.height = height
         self.format = format
@@ -99,18 +111,31 @@ public struct ImageBuffer: Sendable {
     ///   - name: how errors name this input, such as the path it came from.
     ///   - limits: checked from the header before any pixel is decoded.
     /// - Throws: ``ImageError`` for empty, non-image, truncated, corrupt or oversize data.
-    public init(data: Data, name: String = "data", limits: ImageLimits = .default) throws(ImageError) {
+    public init(data: Data, name: String = "data", limits: ImageLimits = .default)
+        throws(ImageError)
+    {
         var decoded = sf_image()
         var message = [CChar](repeating: 0, count: 256)
         let status = data.withUnsafeBytes { raw -> sf_image_status in
             let base = raw.bindMemory(to: UInt8.self).baseAddress
             return sf_image_decode(
-                base, raw.count, UInt64(max(0, limits.maximumPixelCount)), &decoded, &message, message.count)
+                base,
+                raw.count,
+                UInt64(max(0, limits.maximumPixelCount)),
+                &decoded,
+                &message,
+                message.count
+            )
         }
         guard status == SF_IMAGE_OK, let base = decoded.pixels else {
             throw ImageError(
-                code: Self.code(for: status), input: name,
-                message: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+                code: Self.code(for: status),
+                input: name,
+                message: String(
+                    decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
+                    as: UTF8.self
+                )
+            )
         }
         defer { sf_image_free(&decoded) }
         let count = Int(decoded.stride) * Int(decoded.height)
@@ -122,8 +147,12 @@ public struct ImageBuffer: Sendable {
             default: .rgba
             }
         self.init(
-            uncheckedWidth: Int(decoded.width), height: Int(decoded.height), format: format,
-            stride: Int(decoded.stride), pixels: pixels)
+            uncheckedWidth: Int(decoded.width),
+            height: Int(decoded.height),
+            format: format,
+            stride: Int(decoded.stride),
+            pixels: pixels
+        )
     }
 
     /// The width and height an encoded image announces in its header, without decoding it.
@@ -138,13 +167,24 @@ public struct ImageBuffer: Sendable {
         var message = [CChar](repeating: 0, count: 256)
         let status = data.withUnsafeBytes { raw in
             sf_image_probe(
-                raw.bindMemory(to: UInt8.self).baseAddress, raw.count, &format, &width, &height, &message,
-                message.count)
+                raw.bindMemory(to: UInt8.self).baseAddress,
+                raw.count,
+                &format,
+                &width,
+                &height,
+                &message,
+                message.count
+            )
         }
         guard status == SF_IMAGE_OK else {
             throw ImageError(
-                code: code(for: status), input: name,
-                message: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+                code: code(for: status),
+                input: name,
+                message: String(
+                    decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
+                    as: UTF8.self
+                )
+            )
         }
         return (Int(width), Int(height))
     }
@@ -166,11 +206,21 @@ public struct ImageBuffer: Sendable {
                     let row = y * stride
                     let out = y * width
                     for x in 0..<width {
-                        grey[out + x] = Self.luminance(source, offset: row + x * channels, format: format)
+                        grey[out + x] = Self.luminance(
+                            source,
+                            offset: row + x * channels,
+                            format: format
+                        )
                     }
                 }
             }
-            return ImageBuffer(uncheckedWidth: width, height: height, format: .grey, stride: width, pixels: grey)
+            return ImageBuffer(
+                uncheckedWidth: width,
+                height: height,
+                format: .grey,
+                stride: width,
+                pixels: grey
+            )
         }
     }
 
@@ -189,13 +239,20 @@ public struct ImageBuffer: Sendable {
             let start = y * stride + x0 * channels
             out.append(contentsOf: pixels[start..<(start + rowBytes)])
         }
-        return ImageBuffer(uncheckedWidth: x1 - x0, height: y1 - y0, format: format, stride: rowBytes, pixels: out)
+        return ImageBuffer(
+            uncheckedWidth: x1 - x0,
+            height: y1 - y0,
+            format: format,
+            stride: rowBytes,
+            pixels: out
+        )
     }
 
     // MARK: - Helpers
 
     @inline(__always)
-    static func luminance<C: RandomAccessCollection>(_ p: C, offset: Int, format: PixelFormat) -> UInt8
+    static func luminance<C: RandomAccessCollection>(_ p: C, offset: Int, format: PixelFormat)
+        -> UInt8
     where C.Element == UInt8, C.Index == Int {
         switch format {
         case .grey:
@@ -205,7 +262,8 @@ public struct ImageBuffer: Sendable {
             let v = 306 * Int(p[offset]) + 601 * Int(p[offset + 1]) + 117 * Int(p[offset + 2])
             return UInt8(truncatingIfNeeded: v >> 10)
         case .rgba:
-            let v = (306 * Int(p[offset]) + 601 * Int(p[offset + 1]) + 117 * Int(p[offset + 2])) >> 10
+            let v =
+                (306 * Int(p[offset]) + 601 * Int(p[offset + 1]) + 117 * Int(p[offset + 2])) >> 10
             let a = Int(p[offset + 3])
             return UInt8(truncatingIfNeeded: (v * a + 255 * (255 - a)) / 255)
         }
@@ -224,8 +282,14 @@ public struct ImageBuffer: Sendable {
 
     static func readFile(_ url: URL) throws(ImageError) -> Data {
         var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw ImageError(code: .unreadable, input: url.path, message: "is a directory, not an image file")
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
+            isDirectory.boolValue
+        {
+            throw ImageError(
+                code: .unreadable,
+                input: url.path,
+                message: "is a directory, not an image file"
+            )
         }
         do {
             return try Data(contentsOf: url, options: .mappedIfSafe)
@@ -234,7 +298,11 @@ public struct ImageBuffer: Sendable {
                 throw ImageError(code: .unreadable, input: url.path, message: "no such file")
             }
             throw ImageError(
-                code: .unreadable, input: url.path, message: "cannot be read", cause: error.localizedDescription)
+                code: .unreadable,
+                input: url.path,
+                message: "cannot be read",
+                cause: error.localizedDescription
+            )
         }
     }
 }
@@ -276,7 +344,9 @@ private final class GreyCache: Sendable {
 
 extension ImageBuffer: CustomStringConvertible, CustomDebugStringConvertible {
     /// `ImageBuffer(640x480 rgb, stride 1920)`, without the pixels.
-    public var description: String { "ImageBuffer(\(width)x\(height) \(format.rawValue), stride \(stride))" }
+    public var description: String {
+        "ImageBuffer(\(width)x\(height) \(format.rawValue), stride \(stride))"
+    }
 
     /// The same as ``description``: pixels are never dumped.
     public var debugDescription: String { description }

@@ -1,13 +1,15 @@
-import Foundation
 internal import CZBar
+import Foundation
 
 /// libzbar over a grey image. One `zbar_image_scanner_t` per call: zbar's scanners keep
 /// state, so none is shared between threads.
 enum ZBarEngine {
     private static let types: [(Symbology, zbar_symbol_type_t)] = [
         (.qrCode, ZBAR_QRCODE), (.ean13, ZBAR_EAN13), (.ean8, ZBAR_EAN8), (.upcA, ZBAR_UPCA),
-        (.upcE, ZBAR_UPCE), (.code128, ZBAR_CODE128), (.code39, ZBAR_CODE39), (.code93, ZBAR_CODE93),
-        (.itf, ZBAR_I25), (.codabar, ZBAR_CODABAR), (.dataBar, ZBAR_DATABAR), (.dataBar, ZBAR_DATABAR_EXP),
+        (.upcE, ZBAR_UPCE), (.code128, ZBAR_CODE128), (.code39, ZBAR_CODE39),
+        (.code93, ZBAR_CODE93),
+        (.itf, ZBAR_I25), (.codabar, ZBAR_CODABAR), (.dataBar, ZBAR_DATABAR),
+        (.dataBar, ZBAR_DATABAR_EXP),
     ]
 
     /// Whether zbar reads any of these symbologies.
@@ -16,7 +18,9 @@ enum ZBarEngine {
     }
 
     /// Reads `grey` (format `.grey`); `transform` maps its points to the original image.
-    static func read(_ grey: ImageBuffer, symbologies: Set<Symbology>, transform: PointTransform) -> [Barcode] {
+    static func read(_ grey: ImageBuffer, symbologies: Set<Symbology>, transform: PointTransform)
+        -> [Barcode]
+    {
         guard let scanner = zbar_image_scanner_create() else { return [] }
         defer { zbar_image_scanner_destroy(scanner) }
         zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_ENABLE, 0)
@@ -27,7 +31,9 @@ enum ZBarEngine {
         }
         // UPC-A is asked for as such, so zbar stops calling it EAN-13; EAN-13 must stay
         // enabled for zbar to decode UPC-A at all.
-        if symbologies.contains(.upcA) { zbar_image_scanner_set_config(scanner, ZBAR_EAN13, ZBAR_CFG_ENABLE, 1) }
+        if symbologies.contains(.upcA) {
+            zbar_image_scanner_set_config(scanner, ZBAR_EAN13, ZBAR_CFG_ENABLE, 1)
+        }
         guard enabled else { return [] }
         zbar_image_scanner_set_config(scanner, ZBAR_QRCODE, ZBAR_CFG_BINARY, 1)
         zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_POSITION, 1)
@@ -41,7 +47,9 @@ enum ZBarEngine {
             var packed = [UInt8]()
             packed.reserveCapacity(grey.width * grey.height)
             for y in 0..<grey.height {
-                packed.append(contentsOf: grey.pixels[(y * grey.stride)..<(y * grey.stride + grey.width)])
+                packed.append(
+                    contentsOf: grey.pixels[(y * grey.stride)..<(y * grey.stride + grey.width)]
+                )
             }
             contiguous = packed
         }
@@ -67,7 +75,9 @@ enum ZBarEngine {
     }
 
     private static func makeBarcode(
-        _ s: OpaquePointer, symbologies: Set<Symbology>, transform: PointTransform
+        _ s: OpaquePointer,
+        symbologies: Set<Symbology>,
+        transform: PointTransform
     ) -> Barcode? {
         let type = zbar_symbol_get_type(s)
         guard var symbology = types.first(where: { $0.1 == type })?.0 else { return nil }
@@ -77,7 +87,10 @@ enum ZBarEngine {
         let isGS1 = (zbar_symbol_get_modifiers(s) & (1 << ZBAR_MOD_GS1.rawValue)) != 0
         if symbology.isRetail {
             let (normalizedSymbology, text) = RetailNormalization.normalize(
-                symbology, String(decoding: bytes, as: UTF8.self), asked: symbologies)
+                symbology,
+                String(decoding: bytes, as: UTF8.self),
+                asked: symbologies
+            )
             symbology = normalizedSymbology
             bytes = Data(text.utf8)
         }
@@ -94,20 +107,29 @@ enum ZBarEngine {
             points = (0..<4).map { ImagePoint(x: xs[$0], y: ys[$0]) }
         } else if let x0 = xs.min(), let x1 = xs.max(), let y0 = ys.min(), let y1 = ys.max() {
             points = [
-                ImagePoint(x: x0, y: y0), ImagePoint(x: x1, y: y0), ImagePoint(x: x1, y: y1), ImagePoint(x: x0, y: y1),
+                ImagePoint(x: x0, y: y0), ImagePoint(x: x1, y: y0), ImagePoint(x: x1, y: y1),
+                ImagePoint(x: x0, y: y1),
             ]
         }
         let text = TextDecoding.text(from: bytes)
         return Barcode(
-            symbology: symbology, text: text, bytes: bytes, points: points.map(transform.apply), engine: .zbar,
-            isGS1: isGS1, symbologyIdentifier: SymbologyIdentifier.make(for: symbology, isGS1: isGS1))
+            symbology: symbology,
+            text: text,
+            bytes: bytes,
+            points: points.map(transform.apply),
+            engine: .zbar,
+            isGS1: isGS1,
+            symbologyIdentifier: SymbologyIdentifier.make(for: symbology, isGS1: isGS1)
+        )
     }
 }
 
 /// EAN/UPC text as GS1 transmits it (identifier `]E0`): UPC-A and UPC-E as 13 digits with
 /// a leading 0 (UPC-E expanded to its UPC-A form); a leading-0 EAN-13 is a UPC-A.
 enum RetailNormalization {
-    static func normalize(_ symbology: Symbology, _ text: String, asked: Set<Symbology>) -> (Symbology, String) {
+    static func normalize(_ symbology: Symbology, _ text: String, asked: Set<Symbology>) -> (
+        Symbology, String
+    ) {
         let digits = Array(text.utf8)
         guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return (symbology, text) }
         switch symbology {

@@ -1,15 +1,17 @@
-import Foundation
 internal import CZXingShim
+import Foundation
 
 /// ZXing-C++ 3.1.1 through the C shim. Reading is thread-safe: every call builds its own
 /// reader options and image view.
 enum ZXingEngine {
     private static let bits: [(Symbology, UInt32)] = [
-        (.qrCode, UInt32(SFZ_QR)), (.microQRCode, UInt32(SFZ_MICRO_QR)), (.dataMatrix, UInt32(SFZ_DATA_MATRIX)),
+        (.qrCode, UInt32(SFZ_QR)), (.microQRCode, UInt32(SFZ_MICRO_QR)),
+        (.dataMatrix, UInt32(SFZ_DATA_MATRIX)),
         (.pdf417, UInt32(SFZ_PDF417)), (.ean13, UInt32(SFZ_EAN13)), (.ean8, UInt32(SFZ_EAN8)),
         (.upcA, UInt32(SFZ_UPCA)), (.upcE, UInt32(SFZ_UPCE)), (.code128, UInt32(SFZ_CODE128)),
         (.code39, UInt32(SFZ_CODE39)), (.code93, UInt32(SFZ_CODE93)), (.itf, UInt32(SFZ_ITF)),
-        (.codabar, UInt32(SFZ_CODABAR)), (.aztec, UInt32(SFZ_AZTEC)), (.dataBar, UInt32(SFZ_DATABAR)),
+        (.codabar, UInt32(SFZ_CODABAR)), (.aztec, UInt32(SFZ_AZTEC)),
+        (.dataBar, UInt32(SFZ_DATABAR)),
     ]
 
     /// The binarizer for one pass.
@@ -31,7 +33,10 @@ enum ZXingEngine {
 
     /// Reads `grey` (format `.grey`). Failures of the engine are reported as `nil`.
     static func read(
-        _ grey: ImageBuffer, symbologies: Set<Symbology>, pass: Pass, maximumSymbols: Int?,
+        _ grey: ImageBuffer,
+        symbologies: Set<Symbology>,
+        pass: Pass,
+        maximumSymbols: Int?,
         transform: PointTransform
     ) -> [Barcode]? {
         var mask: UInt32 = 0
@@ -56,8 +61,16 @@ enum ZXingEngine {
         var message = [CChar](repeating: 0, count: 200)
         let status = grey.pixels.withUnsafeBufferPointer { buffer in
             sfz_read(
-                buffer.baseAddress, Int32(grey.width), Int32(grey.height), Int32(grey.stride), &options, &symbols,
-                &count, &message, message.count)
+                buffer.baseAddress,
+                Int32(grey.width),
+                Int32(grey.height),
+                Int32(grey.stride),
+                &options,
+                &symbols,
+                &count,
+                &message,
+                message.count
+            )
         }
         guard status == 0 else { return nil }
         defer { sfz_free(symbols, count) }
@@ -68,7 +81,10 @@ enum ZXingEngine {
             let bytes = s.bytes.map { Data(bytes: $0, count: Int(s.bytes_length)) } ?? Data()
             let text = s.text.map { String(cString: $0) } ?? ""
             let (normalizedSymbology, normalizedText) = RetailNormalization.normalize(
-                symbology, text, asked: symbologies)
+                symbology,
+                text,
+                asked: symbologies
+            )
             symbology = normalizedSymbology
             guard symbologies.contains(symbology) else { continue }
             let payload = normalizedText == text ? bytes : Data(normalizedText.utf8)
@@ -84,10 +100,16 @@ enum ZXingEngine {
             let isGS1 = s.is_gs1 != 0
             found.append(
                 Barcode(
-                    symbology: symbology, text: finalText, bytes: payload, points: points, engine: .zxing,
+                    symbology: symbology,
+                    text: finalText,
+                    bytes: payload,
+                    points: points,
+                    engine: .zxing,
                     isGS1: isGS1,
                     symbologyIdentifier: identifier.isEmpty
-                        ? SymbologyIdentifier.make(for: symbology, isGS1: isGS1) : identifier))
+                        ? SymbologyIdentifier.make(for: symbology, isGS1: isGS1) : identifier
+                )
+            )
         }
         return found
     }

@@ -14,12 +14,17 @@ enum Corpus {
         }
     }
 
-    static let imageExtensions: Set<String> = ["png", "jpg", "jpeg", "webp", "gif", "tif", "tiff", "bmp", "pgm", "ppm"]
+    static let imageExtensions: Set<String> = [
+        "png", "jpg", "jpeg", "webp", "gif", "tif", "tiff", "bmp", "pgm", "ppm",
+    ]
 
     static func images(in folder: String? = nil) -> [URL] {
         let root = Fixtures.corpus
-        guard let families = try? FileManager.default.contentsOfDirectory(atPath: root.path) else { return [] }
-        return families.sorted().filter { folder == nil || $0 == folder }.flatMap { family -> [URL] in
+        guard let families = try? FileManager.default.contentsOfDirectory(atPath: root.path) else {
+            return []
+        }
+        return families.sorted().filter { folder == nil || $0 == folder }.flatMap {
+            family -> [URL] in
             let dir = root.appendingPathComponent(family)
             let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
             return names.sorted().map { dir.appendingPathComponent($0) }
@@ -58,7 +63,9 @@ struct CorpusTests {
 
     /// Images not read at balanced effort: a blurred EAN-13 photo, a QR whose modules are
     /// photo-textured (thorough effort reads it), and a QR nested in another (the outer one is read).
-    static let knownMisses: Set<String> = ["ean13-1/36.webp", "qrcode-2/13.webp", "qrcode-2/16.webp"]
+    static let knownMisses: Set<String> = [
+        "ean13-1/36.webp", "qrcode-2/13.webp", "qrcode-2/16.webp",
+    ]
 
     @Test("thorough effort reads the photo-textured QR that balanced misses")
     func thoroughReadsMore() throws {
@@ -75,7 +82,9 @@ struct CorpusTests {
             if !Corpus.matches(item, codes) {
                 misses.append(item.testDescription)
                 if !Self.knownMisses.contains(item.testDescription) {
-                    Issue.record("\(item.testDescription): got \(codes.map { "\($0.symbology.rawValue):\($0.text.prefix(40))" })")
+                    Issue.record(
+                        "\(item.testDescription): got \(codes.map { "\($0.symbology.rawValue):\($0.text.prefix(40))" })"
+                    )
                 }
             }
         }
@@ -95,12 +104,16 @@ struct CorpusTests {
 
     @Test("UPC-A reads as UPCA with 13 digits and ]E0; GS1 Code 128 carries ]C1 and the flag")
     func upcAndGS1() throws {
-        let upc = try Self.reader.scan(contentsOf: Fixtures.corpus.appendingPathComponent("upca-1/2.webp"))
+        let upc = try Self.reader.scan(
+            contentsOf: Fixtures.corpus.appendingPathComponent("upca-1/2.webp")
+        )
         let code = try #require(upc.first)
         #expect(code.symbology == .upcA)
         #expect(code.text == "0036602301467")
         #expect(code.symbologyIdentifier == "]E0")
-        let gs1 = try Self.reader.scan(contentsOf: Fixtures.corpus.appendingPathComponent("code128-1/1.png"))
+        let gs1 = try Self.reader.scan(
+            contentsOf: Fixtures.corpus.appendingPathComponent("code128-1/1.png")
+        )
         let c128 = try #require(gs1.first)
         #expect(c128.symbology == .code128 && c128.isGS1 && c128.symbologyIdentifier == "]C1")
         #expect(c128.text == "168901")
@@ -110,7 +123,10 @@ struct CorpusTests {
     func falsePositives() throws {
         for url in Corpus.falsePositives {
             let codes = try Self.reader.scan(contentsOf: url)
-            #expect(codes.isEmpty, "\(url.lastPathComponent): \(codes.map { "\($0.symbology.rawValue):\($0.text)" })")
+            #expect(
+                codes.isEmpty,
+                "\(url.lastPathComponent): \(codes.map { "\($0.symbology.rawValue):\($0.text)" })"
+            )
         }
     }
 }

@@ -27,7 +27,10 @@ enum Fixtures {
         let output = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw ToolError(description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+            throw ToolError(
+                description:
+                    "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)"
+            )
         }
         return output
     }
@@ -46,7 +49,10 @@ enum Fixtures {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("code.png")
-        _ = try run("zint", ["--barcode=\(barcodeType)", "--data=\(data)", "--output=\(out.path)"] + extra)
+        _ = try run(
+            "zint",
+            ["--barcode=\(barcodeType)", "--data=\(data)", "--output=\(out.path)"] + extra
+        )
         return try Data(contentsOf: out)
     }
 
@@ -65,7 +71,9 @@ enum Fixtures {
     }
 
     static func temporaryDirectory() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("scanner-tests-\(UUID().uuidString)")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "scanner-tests-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         return dir
     }
@@ -74,7 +82,9 @@ enum Fixtures {
     static func pngHeader(width: UInt32, height: UInt32) -> Data {
         var data = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13])
         data.append(contentsOf: Array("IHDR".utf8))
-        for v in [width, height] { data.append(contentsOf: withUnsafeBytes(of: v.bigEndian) { Array($0) }) }
+        for v in [width, height] {
+            data.append(contentsOf: withUnsafeBytes(of: v.bigEndian) { Array($0) })
+        }
         data.append(contentsOf: [8, 0, 0, 0, 0])
         data.append(contentsOf: [0, 0, 0, 0])  // CRC (not checked before the size)
         return data

@@ -7,7 +7,11 @@ struct ImageBufferTests {
     @Test("raw RGB pixels give a grey view with BT.601 luminance")
     func rawPixelsGreyView() throws {
         let image = try ImageBuffer(
-            width: 2, height: 1, format: .rgb, pixels: [255, 255, 255, 255, 0, 0])
+            width: 2,
+            height: 1,
+            format: .rgb,
+            pixels: [255, 255, 255, 255, 0, 0]
+        )
         let grey = image.greyscale()
         #expect(grey.format == .grey)
         #expect(grey.width == 2 && grey.height == 1)
@@ -23,7 +27,13 @@ struct ImageBufferTests {
 
     @Test("a stride wider than the row is honoured")
     func stride() throws {
-        let image = try ImageBuffer(width: 2, height: 2, format: .grey, stride: 4, pixels: [1, 2, 9, 9, 3, 4, 9, 9])
+        let image = try ImageBuffer(
+            width: 2,
+            height: 2,
+            format: .grey,
+            stride: 4,
+            pixels: [1, 2, 9, 9, 3, 4, 9, 9]
+        )
         #expect(image.luminance(x: 1, y: 1) == 4)
         let crop = try #require(image.cropped(to: PixelRect(x: 1, y: 0, width: 5, height: 5)))
         #expect(crop.pixels == [2, 4])
@@ -36,11 +46,14 @@ struct ImageBufferTests {
         }
     }
 
-    @Test("empty, text and truncated inputs are typed errors", arguments: [
-        (Data(), ImageError.Code.empty),
-        (Data("hello, not an image\n".utf8), .notAnImage),
-        (Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0]), .truncated),
-    ])
+    @Test(
+        "empty, text and truncated inputs are typed errors",
+        arguments: [
+            (Data(), ImageError.Code.empty),
+            (Data("hello, not an image\n".utf8), .notAnImage),
+            (Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0]), .truncated),
+        ]
+    )
     func badData(data: Data, code: ImageError.Code) {
         #expect {
             try ImageBuffer(data: data, name: "input.png")
@@ -74,14 +87,21 @@ struct ImageBufferTests {
     @Test("a directory and a missing file are unreadable")
     func directoryAndMissing() {
         let dir = FileManager.default.temporaryDirectory
-        #expect { try ImageBuffer(contentsOf: dir) } throws: { ($0 as? ImageError)?.code == .unreadable }
+        #expect { try ImageBuffer(contentsOf: dir) } throws: {
+            ($0 as? ImageError)?.code == .unreadable
+        }
         let missing = dir.appendingPathComponent("no-such-\(UUID().uuidString).png")
-        #expect { try ImageBuffer(contentsOf: missing) } throws: { ($0 as? ImageError)?.code == .unreadable }
+        #expect { try ImageBuffer(contentsOf: missing) } throws: {
+            ($0 as? ImageError)?.code == .unreadable
+        }
     }
 
-    @Test("JPEG, WebP, TIFF, GIF, PNM and BMP decode through leptonica", arguments: [
-        "jpg", "webp", "tif", "gif", "pgm", "ppm", "bmp", "bmp3",
-    ])
+    @Test(
+        "JPEG, WebP, TIFF, GIF, PNM and BMP decode through leptonica",
+        arguments: [
+            "jpg", "webp", "tif", "gif", "pgm", "ppm", "bmp", "bmp3",
+        ]
+    )
     func otherFormats(ext: String) throws {
         let png = try Fixtures.qrencode("format \(ext)", extra: ["-s", "6"])
         let converted = try Fixtures.convert(png, to: ext)

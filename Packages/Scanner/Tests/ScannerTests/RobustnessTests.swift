@@ -4,7 +4,10 @@ import Testing
 
 @Suite("Robustness and concurrency")
 struct RobustnessTests {
-    @Test("fuzzed PNG, JPEG and WebP buffers give a result or a typed error, never a crash", arguments: ["png", "jpg", "webp"])
+    @Test(
+        "fuzzed PNG, JPEG and WebP buffers give a result or a typed error, never a crash",
+        arguments: ["png", "jpg", "webp"]
+    )
     func fuzzedBuffers(ext: String) throws {
         let png = try Fixtures.qrencode("fuzz me \(ext)", extra: ["-s", "3"])
         let original = ext == "png" ? png : try Fixtures.convert(png, to: ext)
@@ -105,17 +108,37 @@ struct RobustnessTests {
 
     @Test("corrupt pixels handed in directly never reach the engines unchecked")
     func directPixelsChecked() {
-        #expect(throws: ImageError.self) { try ImageBuffer(width: 0, height: 5, format: .grey, pixels: []) }
         #expect(throws: ImageError.self) {
-            try ImageBuffer(width: 4, height: 4, format: .grey, stride: 2, pixels: [UInt8](repeating: 0, count: 16))
+            try ImageBuffer(width: 0, height: 5, format: .grey, pixels: [])
+        }
+        #expect(throws: ImageError.self) {
+            try ImageBuffer(
+                width: 4,
+                height: 4,
+                format: .grey,
+                stride: 2,
+                pixels: [UInt8](repeating: 0, count: 16)
+            )
         }
     }
 
-    @Test("a PNG announcing more pixels than the limit is refused before decoding")
-    func customLimit() throws {
+    @Test(
+        "an image announcing more pixels than the limit is refused, in every format",
+        arguments: [
+            "png", "jpg", "webp", "tif", "gif", "bmp", "pgm",
+        ]
+    )
+    func customLimit(ext: String) throws {
         let png = try Fixtures.qrencode("limit", extra: ["-s", "10"])
+        let data = ext == "png" ? png : try Fixtures.convert(png, to: ext)
+        #expect(try ImageBuffer.dimensions(of: data).width > 100)
         #expect {
-            try BarcodeReader().scan(data: png, name: "big.png", limits: ImageLimits(maximumPixelCount: 1000))
+            try BarcodeReader().scan(
+                data: data,
+                name: "big.\(ext)",
+                limits: ImageLimits(maximumPixelCount: 1000)
+            )
         } throws: { ($0 as? ImageError)?.code == .tooLarge }
+        #expect(try BarcodeReader().scan(data: data).map(\.text) == ["limit"])
     }
 }
