@@ -14,7 +14,7 @@ if ! command -v zbarimg >/dev/null; then echo "error: zbarimg not installed (zba
 if [[ ! -d "$corpus" ]]; then echo "error: no corpus at $corpus" >&2; exit 1; fi
 
 python3 - "$bin/scan" "$corpus" "$runs" <<'PY'
-import base64, json, os, statistics, subprocess, sys, time
+import base64, json, os, resource, statistics, subprocess, sys, time
 import xml.etree.ElementTree as ET
 
 scan, corpus, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -73,26 +73,32 @@ for source in root.iter(ns + "source"):
     zbar_found[source.get("href")] = payloads
 
 def wall(cmd):
-    times = []
+    """Median wall time and median CPU time (user + system) of the child, over `runs` runs."""
+    times, cpus = [], []
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm-up
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(times), statistics.median(cpus)
 
-t_scan1 = wall([scan, "--quiet", "--jobs", "1", *images])
-t_scan2 = wall([scan, "--quiet", "--jobs", "2", *images])
-t_zbar = wall(["zbarimg", "-q", *images])
+load = os.getloadavg()[0]
+(t_scan1, c_scan1) = wall([scan, "--quiet", "--jobs", "1", *images])
+(t_scan2, c_scan2) = wall([scan, "--quiet", "--jobs", "2", *images])
+(t_zbar, c_zbar) = wall(["zbarimg", "-q", *images])
 
 sh, sf = score(scan_found)
 zh, zf = score(zbar_found, loose=True)
 n, m = len(expected), len(images)
 print(f"dev corpus: {m} images, {n} with expected payloads, {len(falsepos)} without codes; median of {runs} runs")
-print(f"{'tool':<18}{'decoded':>10}{'false pos':>11}{'wall s':>9}{'images/s':>10}")
-print(f"{'zbarimg':<18}{f'{zh}/{n}':>10}{zf:>11}{t_zbar:>9.3f}{m / t_zbar:>10.1f}")
-print(f"{'scan --jobs 1':<18}{f'{sh}/{n}':>10}{sf:>11}{t_scan1:>9.3f}{m / t_scan1:>10.1f}")
-print(f"{'scan --jobs 2':<18}{f'{sh}/{n}':>10}{sf:>11}{t_scan2:>9.3f}{m / t_scan2:>10.1f}")
+print(f"load average before timing: {load:.2f} on {os.cpu_count()} cores (wall times need idle cores)")
+print(f"{'tool':<18}{'decoded':>10}{'false pos':>11}{'wall s':>9}{'cpu s':>8}{'images/s':>10}")
+print(f"{'zbarimg':<18}{f'{zh}/{n}':>10}{zf:>11}{t_zbar:>9.3f}{c_zbar:>8.3f}{m / t_zbar:>10.1f}")
+print(f"{'scan --jobs 1':<18}{f'{sh}/{n}':>10}{sf:>11}{t_scan1:>9.3f}{c_scan1:>8.3f}{m / t_scan1:>10.1f}")
+print(f"{'scan --jobs 2':<18}{f'{sh}/{n}':>10}{sf:>11}{t_scan2:>9.3f}{c_scan2:>8.3f}{m / t_scan2:>10.1f}")
 print(f"ratios: scan decodes {sh - zh:+d} images vs zbarimg; "
       f"wall zbarimg/scan(jobs 2) = {t_zbar / t_scan2:.2f}x (>= 1 means scan is faster); "
       f"scan jobs1/jobs2 = {t_scan1 / t_scan2:.2f}x")
