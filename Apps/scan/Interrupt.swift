@@ -9,21 +9,28 @@ import Synchronization
 
 /// Catches SIGINT so `scan` can stop handing out images, flush what it printed and exit 130.
 final class InterruptWatch: Sendable {
-    private let flag = Atomic<Bool>(false)
-    // The source must stay alive; it is only touched on the main thread at setup.
-    nonisolated(unsafe) private var source: (any DispatchSourceSignal)?
+    /// The process's one watch.
+    static let shared = InterruptWatch()
 
-    init() {
-        signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler { [self] in
-            if self.flag.exchange(true, ordering: .relaxed) {
-                // A second Ctrl-C: stop at once.
-                _exit(ExitStatus.interrupted.rawValue)
+    private let flag = Atomic<Bool>(false)
+    private let installed = Mutex<(any DispatchSourceSignal)?>(nil)
+
+    private init() {}
+
+    /// Replaces SIGINT's default action with a flag; a second SIGINT exits at once.
+    func install() {
+        installed.withLock { source in
+            guard source == nil else { return }
+            signal(SIGINT, SIG_IGN)
+            let made = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+            made.setEventHandler { [self] in
+                if self.flag.exchange(true, ordering: .relaxed) {
+                    _exit(ExitStatus.interrupted.rawValue)
+                }
             }
+            made.resume()
+            source = made
         }
-        self.source = source
-        source.resume()
     }
 
     var fired: Bool { flag.load(ordering: .relaxed) }

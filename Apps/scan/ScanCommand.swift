@@ -87,8 +87,14 @@ struct ScanCommand: AsyncParsableCommand {
         if common.json { format = .jsonl }
     }
 
+    /// Catches SIGINT before parsing, so even an interrupt during a long argument list exits 130.
+    static func main() async {
+        InterruptWatch.shared.install()
+        await main(nil)
+    }
+
     func run() async throws {
-        let interrupt = InterruptWatch()
+        let interrupt = InterruptWatch.shared
         let logger = common.makeLogger(label: "shopfloor.scan")
         let options = BarcodeScanOptions(
             symbologies: symbologies?.set ?? Set(Symbology.allCases),
