@@ -87,10 +87,42 @@ struct ScanCommand: AsyncParsableCommand {
         if common.json { format = .jsonl }
     }
 
-    /// Catches SIGINT before parsing, so even an interrupt during a long argument list exits 130.
+    /// Catches SIGINT before parsing, so even an interrupt during a long argument list exits
+    /// 130, and reports usage errors with the suite's `error:` prefix.
     static func main() async {
         InterruptWatch.shared.install()
-        await main(nil)
+        let command: any ParsableCommand
+        do {
+            command = try parseAsRoot()
+        } catch {
+            exitReporting(error)
+        }
+        do {
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                var syncCommand = command
+                try syncCommand.run()
+            }
+        } catch {
+            exitReporting(error)
+        }
+    }
+
+    /// `--help` and `--version` on stdout with 0; usage errors as `error: ...` on stderr with 64;
+    /// exit statuses thrown by `run()` as they are (their messages are already printed).
+    private static func exitReporting(_ error: any Error) -> Never {
+        let code = exitCode(for: error)
+        if error is ExitCode { Foundation.exit(code.rawValue) }
+        let message = fullMessage(for: error)
+        if code == .success {
+            if !message.isEmpty { print(message) }
+            Foundation.exit(code.rawValue)
+        }
+        var text = message
+        if text.hasPrefix("Error: ") { text = "error: " + text.dropFirst("Error: ".count) }
+        Console.write(text.hasSuffix("\n") ? text : text + "\n")
+        Foundation.exit(code.rawValue)
     }
 
     func run() async throws {

@@ -169,7 +169,18 @@ struct ScanCommandTests {
         ]
     )
     func usage(arguments: [String]) throws {
-        #expect(try ScanTool.run(arguments).status == 64)
+        let run = try ScanTool.run(arguments)
+        #expect(run.status == 64)
+        #expect(run.stderr.hasPrefix("error: "), "\(run.stderr)")
+        #expect(run.stdout.isEmpty)
+    }
+
+    @Test("--help prints the usage on stdout and exits 0")
+    func help() throws {
+        let run = try ScanTool.run(["--help"])
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("USAGE: scan"))
+        #expect(run.stderr.isEmpty)
     }
 
     @Test("- reads one image from stdin")
