@@ -21,7 +21,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/zxing-cpp.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 echo "deps: building zxing-cpp $version into $prefix" >&2
 
-python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
+# The sdist only (--no-binary zxing-cpp); pip may take wheels for the build tools it uses
+# to read the sdist's metadata. The checksum below pins the exact file.
+python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-binary zxing-cpp \
   -d "$work" "zxing-cpp==$version" >&2
 sdist=$(ls "$work"/zxing[-_]cpp-"$version".tar.gz)
 echo "$sha256  $sdist" | sha256sum --check --quiet - ||
