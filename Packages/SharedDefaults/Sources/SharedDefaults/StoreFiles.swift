@@ -95,7 +95,14 @@ final class StoreFiles: Sendable {
     /// version to `.bak`, `rename` over the store, `fsync` of the directory. The store file
     /// is at every moment a complete old or new version. Call only while holding the lock.
     func commit(_ values: [String: DefaultsValue], generation: UInt64) throws(SharedStoreError) {
-        let bytes = StoreFormat.encode(values, generation: generation)
+        guard let bytes = StoreFormat.encode(values, generation: generation) else {
+            throw SharedStoreError(
+                code: .coding,
+                message:
+                    "a value is too large for the store (a string, data or collection over 4 GiB or 2^32 elements)",
+                path: path(Self.storeName)
+            )
+        }
         var fd: Int32
         repeat {
             fd = openat(

@@ -37,11 +37,15 @@ enum StoreFormat {
 
     // MARK: Encoding
 
-    static func encode(_ values: [String: DefaultsValue], generation: UInt64) -> [UInt8] {
+    /// The store's bytes, or nil when a string, data, array or dictionary is too large for
+    /// the format's 32-bit counts (over 4 GiB or 4 billion elements).
+    static func encode(_ values: [String: DefaultsValue], generation: UInt64) -> [UInt8]? {
         var out: [UInt8] = []
         out.reserveCapacity(headerSize + 64 + values.count * 32)
         out.append(contentsOf: [UInt8](repeating: 0, count: headerSize))
-        encodeDictionary(values, into: &out)
+        var tooLarge = false
+        encodeDictionary(values, into: &out, tooLarge: &tooLarge)
+        guard !tooLarge else { return nil }
         let payloadLength = UInt64(out.count - headerSize)
         let payloadCRC = out.withUnsafeBytes {
             CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[headerSize...]))
@@ -63,31 +67,48 @@ enum StoreFormat {
         withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
     }
 
-    private static func appendString(_ string: String, into out: inout [UInt8]) {
+    private static func appendCount(_ count: Int, into out: inout [UInt8], tooLarge: inout Bool) {
+        guard let count = UInt32(exactly: count) else {
+            tooLarge = true
+            return
+        }
+        appendLE(count, into: &out)
+    }
+
+    private static func appendString(
+        _ string: String,
+        into out: inout [UInt8],
+        tooLarge: inout Bool
+    ) {
         var string = string
         string.withUTF8 { utf8 in
-            appendLE(UInt32(utf8.count), into: &out)
+            appendCount(utf8.count, into: &out, tooLarge: &tooLarge)
             out.append(contentsOf: utf8)
         }
     }
 
     private static func encodeDictionary(
         _ entries: [String: DefaultsValue],
-        into out: inout [UInt8]
+        into out: inout [UInt8],
+        tooLarge: inout Bool
     ) {
         out.append(Tag.dictionary.rawValue)
-        appendLE(UInt32(entries.count), into: &out)
+        appendCount(entries.count, into: &out, tooLarge: &tooLarge)
         for (key, value) in entries {
-            appendString(key, into: &out)
-            encodeValue(value, into: &out)
+            appendString(key, into: &out, tooLarge: &tooLarge)
+            encodeValue(value, into: &out, tooLarge: &tooLarge)
         }
     }
 
-    private static func encodeValue(_ value: DefaultsValue, into out: inout [UInt8]) {
+    private static func encodeValue(
+        _ value: DefaultsValue,
+        into out: inout [UInt8],
+        tooLarge: inout Bool
+    ) {
         switch value {
         case .string(let string):
             out.append(Tag.string.rawValue)
-            appendString(string, into: &out)
+            appendString(string, into: &out, tooLarge: &tooLarge)
         case .int(let int):
             out.append(Tag.int.rawValue)
             appendLE(Int64(int), into: &out)
@@ -101,14 +122,14 @@ enum StoreFormat {
             appendLE(date.timeIntervalSinceReferenceDate.bitPattern, into: &out)
         case .data(let data):
             out.append(Tag.data.rawValue)
-            appendLE(UInt32(data.count), into: &out)
+            appendCount(data.count, into: &out, tooLarge: &tooLarge)
             out.append(contentsOf: data)
         case .array(let elements):
             out.append(Tag.array.rawValue)
-            appendLE(UInt32(elements.count), into: &out)
-            for element in elements { encodeValue(element, into: &out) }
+            appendCount(elements.count, into: &out, tooLarge: &tooLarge)
+            for element in elements { encodeValue(element, into: &out, tooLarge: &tooLarge) }
         case .dictionary(let entries):
-            encodeDictionary(entries, into: &out)
+            encodeDictionary(entries, into: &out, tooLarge: &tooLarge)
         }
     }
 
