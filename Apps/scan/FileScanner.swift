@@ -7,20 +7,34 @@ struct ScanRecord: Sendable {
     var file: String
     var symbols: [Barcode]
     var error: ImageError?
+    /// `--text`: what was recognised (nil when text was not asked for). See TextMode.swift.
+    var text: TextResult? = nil
+    /// `--text`: why recognition failed for this readable image.
+    var textError: OCRError? = nil
+    /// `--text --validate`: only matches count as text found.
+    var textValidated = false
 
     /// Readable, but nothing found.
-    var isEmpty: Bool { error == nil && symbols.isEmpty }
+    var isEmpty: Bool { error == nil && symbols.isEmpty && !hasText }
 }
 
 /// The per-input work of `scan`: decode once, then run each reader asked for on the pixels.
 struct FileScanner: Sendable {
-    var barcodes: BarcodeReader
+    var barcodes: BarcodeReader?
     var limits: ImageLimits
+    /// `--text`: recognition on the same pixels.
+    var text: TextReader? = nil
 
     func scan(_ input: ScanInput) -> ScanRecord {
         do throws(ImageError) {
             let image = try input.decode(limits: limits)
-            return ScanRecord(file: input.name, symbols: barcodes.scan(image), error: nil)
+            var record = ScanRecord(
+                file: input.name,
+                symbols: barcodes?.scan(image) ?? [],
+                error: nil
+            )
+            if let text { record.addText(from: image, reader: text) }
+            return record
         } catch {
             return ScanRecord(file: input.name, symbols: [], error: error)
         }

@@ -22,12 +22,14 @@ final class RecordWriter {
         switch format {
         case .text:
             for symbol in record.symbols { out("\(symbol.symbology.zbarLabel):\(symbol.text)\n") }
+            out(TextOutput.text(record))
         case .csv:
             for symbol in record.symbols {
                 out(
                     "\(Self.csv(record.file)),\(symbol.symbology.rawValue),\(Self.csv(symbol.text))\n"
                 )
             }
+            out(TextOutput.csv(record))
         case .jsonl:
             out(JSONLine.encode(record) + "\n")
         }
@@ -86,7 +88,8 @@ enum JSONLine {
             out += ",\"symbologyIdentifier\":" + string(s.symbologyIdentifier)
             out += ",\"gs1\":" + (s.isGS1 ? "true" : "false") + "}"
         }
-        out += "],\"error\":" + (record.error.map { string($0.description) } ?? "null") + "}"
+        out += "]" + TextOutput.jsonFields(record)
+        out += ",\"error\":" + (record.error.map { string($0.description) } ?? "null") + "}"
         return out
     }
 

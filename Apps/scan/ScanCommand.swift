@@ -72,6 +72,8 @@ struct ScanCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Refuse images with more megapixels than this, before decoding.")
     var maxMegapixels: Int = 100
 
+    @OptionGroup(title: "Text recognition (OCR)") var textMode: TextModeOptions
+
     @OptionGroup var common: CommonOptions
 
     mutating func validate() throws {
@@ -140,9 +142,11 @@ struct ScanCommand: AsyncParsableCommand {
         var sawUnreadable = !collected.errors.isEmpty
         for error in collected.errors { Console.error(error) }
 
+        let textReader = try textMode.makeReader(region: region, logger: logger)
         let scanner = FileScanner(
-            barcodes: BarcodeReader(options: options, logger: logger),
-            limits: ImageLimits(maximumPixelCount: maxMegapixels * 1_000_000)
+            barcodes: textMode.readsBarcodes ? BarcodeReader(options: options, logger: logger) : nil,
+            limits: ImageLimits(maximumPixelCount: maxMegapixels * 1_000_000),
+            text: textReader
         )
         let writer = RecordWriter(format: format)
         let progress = Progress(
@@ -167,6 +171,10 @@ struct ScanCommand: AsyncParsableCommand {
                 sawUnreadable = true
                 progress.clear()
                 Console.error(error.description)
+            } else if let error = record.textError {
+                sawUnreadable = true
+                progress.clear()
+                Console.error(error.description)
             } else if record.isEmpty {
                 sawEmpty = true
             }
@@ -183,7 +191,9 @@ struct ScanCommand: AsyncParsableCommand {
                 .units(allowed: [.seconds], fractionalPart: .show(length: 2))
             )
             Console.note(
-                "scanned \(symbolCount) barcode symbols from \(items.count) images in \(seconds)"
+                textMode.text && !textMode.barcodes
+                    ? "read text from \(items.count) images in \(seconds)"
+                    : "scanned \(symbolCount) barcode symbols from \(items.count) images in \(seconds)"
             )
         }
         if sawUnreadable { throw ExitStatus.failure.exitCode }

@@ -30,6 +30,12 @@ let package = Package(
             pkgConfig: "zbar",
             providers: [.apt(["libzbar-dev"])]
         ),
+        // Tesseract's C API (OCR), through its own header.
+        .systemLibrary(
+            name: "CTesseract",
+            pkgConfig: "tesseract",
+            providers: [.apt(["libtesseract-dev", "libleptonica-dev", "tesseract-ocr-eng"])]
+        ),
         // Image files to pixels: PNG and JPEG through libpng and libjpeg with our own error handlers
         // (they print to stderr otherwise), every other format through leptonica, silenced.
         .target(
@@ -54,7 +60,7 @@ let package = Package(
         .target(
             name: "Scanner",
             dependencies: [
-                "CZBar", "CImageIO", "CZXingShim",
+                "CZBar", "CImageIO", "CZXingShim", "CTesseract",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

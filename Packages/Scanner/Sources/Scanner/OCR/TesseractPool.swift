@@ -1,0 +1,89 @@
+internal import CTesseract
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One initialised `TessBaseAPI`.
+///
+/// `@unchecked Sendable` is safe because an engine is only ever used by the one thread that
+/// checked it out of ``TesseractPool``; the pool hands it to the next thread only after it
+/// has been returned, and the hand-over goes through the pool's mutex.
+final class TesseractEngine: @unchecked Sendable {
+    let handle: OpaquePointer
+
+    init(handle: OpaquePointer) { self.handle = handle }
+
+    deinit {
+        TessBaseAPIEnd(handle)
+        TessBaseAPIDelete(handle)
+    }
+}
+
+/// Engines are expensive (the model is loaded at init, ~50–100 ms); a batch should pay that
+/// once per worker. Engines are created lazily, on first use, one per concurrent caller, and
+/// kept idle per (tessdata, languages) for the next call. Nothing is loaded unless OCR runs.
+final class TesseractPool: Sendable {
+    static let shared = TesseractPool()
+
+    struct Key: Hashable {
+        var tessdata: String
+        var languages: String
+    }
+
+    private let idle = Mutex<[Key: [TesseractEngine]]>([:])
+    /// Idle engines kept per key beyond which returned engines are freed.
+    private let keep = max(2, ProcessInfo.processInfo.activeProcessorCount * 2)
+
+    private static let environmentOnce: Void = {
+        // libtesseract's LSTM uses OpenMP; with one engine per core, more threads per engine
+        // only contend. Respect a value the user set.
+        setenv("OMP_THREAD_LIMIT", "1", 0)
+    }()
+
+    /// Runs `body` with an engine for `key`, creating one when none is idle.
+    func withEngine<T>(
+        _ key: Key,
+        input: String,
+        _ body: (TesseractEngine) throws(OCRError) -> T
+    ) throws(OCRError) -> T {
+        let engine: TesseractEngine
+        if let reused = idle.withLock({ $0[key]?.popLast() }) {
+            engine = reused
+        } else {
+            engine = try make(key, input: input)
+        }
+        defer {
+            TessBaseAPIClear(engine.handle)
+            idle.withLock { table in
+                if table[key, default: []].count < keep { table[key, default: []].append(engine) }
+            }
+        }
+        return try body(engine)
+    }
+
+    /// Idle engines for `key` (tests check that a batch reuses them).
+    func idleCount(_ key: Key) -> Int { idle.withLock { $0[key]?.count ?? 0 } }
+
+    private func make(_ key: Key, input: String) throws(OCRError) -> TesseractEngine {
+        _ = Self.environmentOnce
+        guard let handle = TessBaseAPICreate() else {
+            throw OCRError(code: .engineFailed, input: input, message: "could not create a Tesseract engine")
+        }
+        let engine = TesseractEngine(handle: handle)
+        // Tesseract prints diagnostics to stderr; libraries never print.
+        _ = TessBaseAPISetVariable(handle, "debug_file", "/dev/null")
+        let status = TessBaseAPIInit3(handle, key.tessdata, key.languages)
+        guard status == 0 else {
+            throw OCRError(
+                code: .engineFailed,
+                input: input,
+                message: "Tesseract could not load \(key.languages) from \(key.tessdata)"
+            )
+        }
+        _ = TessBaseAPISetVariable(handle, "debug_file", "/dev/null")
+        return engine
+    }
+}

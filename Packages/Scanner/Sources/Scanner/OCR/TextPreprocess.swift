@@ -1,0 +1,130 @@
+import Foundation
+
+/// Preprocessing for recognition: text-height estimate (for upscaling), Otsu threshold and
+/// projection-profile deskew, on packed grey images.
+enum TextPreprocess {
+    /// Otsu's threshold of a grey image's histogram.
+    static func otsuThreshold(_ g: ImageBuffer) -> UInt8 {
+        var histogram = [Int](repeating: 0, count: 256)
+        for y in 0..<g.height {
+            let row = y * g.stride
+            for x in 0..<g.width { histogram[Int(g.pixels[row + x])] += 1 }
+        }
+        let total = g.width * g.height
+        var sumAll = 0.0
+        for i in 0..<256 { sumAll += Double(i * histogram[i]) }
+        var sumB = 0.0
+        var weightB = 0
+        var best = 0.0
+        var threshold = 127
+        for t in 0..<256 {
+            weightB += histogram[t]
+            if weightB == 0 { continue }
+            let weightF = total - weightB
+            if weightF == 0 { break }
+            sumB += Double(t * histogram[t])
+            let meanB = sumB / Double(weightB)
+            let meanF = (sumAll - sumB) / Double(weightF)
+            let between = Double(weightB) * Double(weightF) * (meanB - meanF) * (meanB - meanF)
+            if between > best {
+                best = between
+                threshold = t
+            }
+        }
+        return UInt8(threshold)
+    }
+
+    /// Whether each pixel is ink (darker than the Otsu threshold of a lightly blurred copy,
+    /// so that noise does not count), and which of dark/light is the minority (the text).
+    static func inkMask(_ g: ImageBuffer) -> [Bool] {
+        let smooth = GreyOps.boxBlurred(g, radius: 1)
+        let t = otsuThreshold(smooth)
+        var dark = 0
+        var mask = [Bool](repeating: false, count: g.width * g.height)
+        for i in 0..<mask.count where smooth.pixels[i] <= t {
+            mask[i] = true
+            dark += 1
+        }
+        // Light text on a dark background: the text is the minority.
+        if dark > mask.count / 2 { for i in 0..<mask.count { mask[i].toggle() } }
+        return mask
+    }
+
+    /// The median height of text lines, in pixels, from the horizontal ink profile; nil when
+    /// no line is found.
+    static func medianLineHeight(mask: [Bool], width: Int, height: Int) -> Int? {
+        guard width > 0, height > 0 else { return nil }
+        let minInk = max(2, width / 200)
+        var runs: [Int] = []
+        var run = 0
+        for y in 0..<height {
+            var count = 0
+            let row = y * width
+            for x in 0..<width where mask[row + x] { count += 1 }
+            if count >= minInk {
+                run += 1
+            } else {
+                if run >= 3 { runs.append(run) }
+                run = 0
+            }
+        }
+        if run >= 3 { runs.append(run) }
+        guard !runs.isEmpty else { return nil }
+        return runs.sorted()[runs.count / 2]
+    }
+
+    /// The scale that brings short text lines to about 48 px (x-height about 20–25 px),
+    /// between 1 and 4, also bounded so the result stays below 40 megapixels.
+    static func upscaleFactor(lineHeight: Int?, width: Int, height: Int) -> Double {
+        guard let lineHeight, lineHeight < 32 else { return 1 }
+        var factor = min(4, 48 / Double(max(lineHeight, 6)))
+        let limit = (40_000_000 / Double(max(1, width * height))).squareRoot()
+        factor = min(factor, limit)
+        return factor < 1.2 ? 1 : factor
+    }
+
+    /// The small rotation (degrees, within ±5) that makes text lines horizontal: the angle
+    /// whose horizontal ink profile has the most variance, on a subsample of ink pixels.
+    static func skewAngle(mask: [Bool], width: Int, height: Int) -> Double {
+        var points: [(Double, Double)] = []
+        let step = max(1, Int((Double(width * height) / 400_000).squareRoot()))
+        for y in Swift.stride(from: 0, to: height, by: step) {
+            for x in Swift.stride(from: 0, to: width, by: step) where mask[y * width + x] {
+                points.append((Double(x), Double(y)))
+            }
+        }
+        guard points.count > 50 else { return 0 }
+        func score(_ degrees: Double) -> Double {
+            let r = degrees * .pi / 180
+            let s = sin(r)
+            let c = cos(r)
+            let offset = Double(width) * abs(s) + 1
+            var bins = [Double](repeating: 0, count: Int(Double(height) + 2 * offset) / step + 2)
+            for (x, y) in points {
+                let yy = -s * x + c * y + offset
+                bins[max(0, min(bins.count - 1, Int(yy) / step))] += 1
+            }
+            return bins.reduce(0) { $0 + $1 * $1 }
+        }
+        var best = 0.0
+        var bestScore = score(0)
+        for tenth in Swift.stride(from: -50, through: 50, by: 5) where tenth != 0 {
+            let s = score(Double(tenth) / 10)
+            if s > bestScore * 1.02 {
+                bestScore = s
+                best = Double(tenth) / 10
+            }
+        }
+        // Refine around the best coarse angle.
+        let coarse = best
+        for tenth in Swift.stride(from: -4, through: 4, by: 1) where tenth != 0 {
+            let a = coarse + Double(tenth) / 10
+            let s = score(a)
+            if s > bestScore {
+                bestScore = s
+                best = a
+            }
+        }
+        return best
+    }
+}

@@ -1,0 +1,214 @@
+internal import CTesseract
+import Foundation
+public import Logging
+
+/// Reads printed text from an ``ImageBuffer`` with Tesseract.
+///
+/// Thread-safe: call ``read(_:name:)`` from as many threads as you like (for example from
+/// ``ImageBatch``); each concurrent call uses its own Tesseract engine from a shared pool,
+/// created on first use and kept for the next call, so a batch pays the model load once per
+/// worker. Creating a reader loads nothing; it checks the options and finds the tessdata.
+public struct TextReader: Sendable {
+    /// The options this reader applies.
+    public let options: OCRScanOptions
+    /// The tessdata directory used.
+    public let tessdataPath: String
+    private let logger: Logger
+    private let key: TesseractPool.Key
+
+    /// Checks `options` (languages present, regular expressions valid) without loading a model.
+    public init(options: OCRScanOptions = .fast, logger: Logger = Logger(label: "shopfloor.scanner.ocr"))
+        throws(OCRError)
+    {
+        if options.minimumTextHeight < 0 {
+            throw OCRError(code: .invalidOptions, input: "options", message: "minimum text height is negative")
+        }
+        if let r = options.regionOfInterest, r.width <= 0 || r.height <= 0 {
+            throw OCRError(code: .invalidOptions, input: "options", message: "region of interest \(r) is empty")
+        }
+        _ = try TextMatcher(validators: options.validators)
+        self.options = options
+        self.logger = logger
+        self.tessdataPath = try TessdataLocator.locate(
+            languages: options.languages,
+            configured: options.tessdataPath
+        )
+        self.key = TesseractPool.Key(tessdata: tessdataPath, languages: options.languageString)
+    }
+
+    /// Recognises the text of `image` (`name` is used in errors and logs).
+    public func read(_ image: ImageBuffer, name: String = "image") throws(OCRError) -> TextResult {
+        var grey = image.greyscale()
+        var origin = (x: 0, y: 0)
+        if let region = options.regionOfInterest {
+            guard let cropped = grey.cropped(to: region) else {
+                throw OCRError(
+                    code: .invalidOptions,
+                    input: name,
+                    message: "region of interest \(region) is outside the \(image.width)×\(image.height) image"
+                )
+            }
+            grey = cropped
+            origin = (max(0, region.x), max(0, region.y))
+        }
+        guard grey.width >= 3, grey.height >= 3 else {
+            return TextResult(lines: [], matches: [], scale: 1, deskewDegrees: 0)
+        }
+        // Work on a packed copy so stride == width.
+        if grey.stride != grey.width, let packed = grey.cropped(to: PixelRect(x: 0, y: 0, width: grey.width, height: grey.height)) {
+            grey = packed
+        }
+
+        let mask = TextPreprocess.inkMask(grey)
+        var toOriginal = PointTransform.translation(Double(origin.x), Double(origin.y))
+        var deskew = 0.0
+        var work = grey
+        if options.level == .accurate {
+            deskew = TextPreprocess.skewAngle(mask: mask, width: grey.width, height: grey.height)
+            if abs(deskew) >= 0.3 {
+                let (rotated, back) = GreyOps.rotated(grey, degrees: deskew)
+                work = rotated
+                toOriginal = toOriginal.after(back)
+            }
+        }
+        var scale = 1.0
+        if options.upscalesSmallText {
+            let lineHeight = TextPreprocess.medianLineHeight(mask: mask, width: grey.width, height: grey.height)
+            scale = TextPreprocess.upscaleFactor(lineHeight: lineHeight, width: work.width, height: work.height)
+            if scale > 1 {
+                let (scaled, back) = GreyOps.scaled(work, by: scale)
+                work = scaled
+                toOriginal = toOriginal.after(back)
+            }
+        }
+        logger.debug(
+            "ocr preprocess",
+            metadata: ["input": "\(name)", "scale": "\(scale)", "deskew": "\(deskew)"]
+        )
+
+        let target = work
+        let transform = toOriginal
+        let lines: [RecognizedLine] = try TesseractPool.shared.withEngine(key, input: name) {
+            (engine) throws(OCRError) -> [RecognizedLine] in
+            var best = try recognize(engine, target, mode: PSM_AUTO, name: name)
+            if options.level == .accurate, best.meanConfidence < 0.85 || best.lines.isEmpty {
+                for mode in [PSM_SINGLE_BLOCK, PSM_SPARSE_TEXT] {
+                    let other = try recognize(engine, target, mode: mode, name: name)
+                    if other.score > best.score * 1.05 { best = other }
+                }
+            }
+            return best.lines.map { Self.mapped($0, transform) }
+        }
+        let minimum = options.minimumTextHeight
+        let kept: [RecognizedLine] = lines.compactMap { line in
+            guard minimum > 0 else { return line }
+            let words = line.words.filter { $0.box.height >= minimum }
+            guard !words.isEmpty else { return nil }
+            var copy = line
+            copy.words = words
+            copy.text = words.map(\.text).joined(separator: " ")
+            copy.box = PixelRect.union(words.map(\.box))
+            return copy
+        }
+        let matches =
+            options.validators.isEmpty
+            ? [] : (try TextMatcher(validators: options.validators)).matches(in: kept)
+        return TextResult(lines: kept, matches: matches, scale: scale, deskewDegrees: deskew)
+    }
+
+    /// One recognition pass, in the working image's coordinates.
+    private struct Pass {
+        var lines: [RecognizedLine]
+        var meanConfidence: Double {
+            let words = lines.flatMap(\.words)
+            guard !words.isEmpty else { return 0 }
+            return words.map(\.confidence).reduce(0, +) / Double(words.count)
+        }
+        /// Confidently read characters.
+        var score: Double {
+            lines.flatMap(\.words).reduce(0) { $0 + $1.confidence * Double($1.text.count) }
+        }
+    }
+
+    private func recognize(
+        _ engine: TesseractEngine,
+        _ image: ImageBuffer,
+        mode: TessPageSegMode,
+        name: String
+    ) throws(OCRError) -> Pass {
+        let h = engine.handle
+        TessBaseAPISetPageSegMode(h, mode)
+        _ = TessBaseAPISetVariable(h, "tessedit_char_whitelist", options.characterWhitelist ?? "")
+        image.pixels.withUnsafeBufferPointer { p in
+            TessBaseAPISetImage(h, p.baseAddress, Int32(image.width), Int32(image.height), 1, Int32(image.stride))
+        }
+        TessBaseAPISetSourceResolution(h, 300)
+        guard TessBaseAPIRecognize(h, nil) == 0 else {
+            throw OCRError(code: .engineFailed, input: name, message: "Tesseract could not recognise the image")
+        }
+        guard let iterator = TessBaseAPIGetIterator(h) else { return Pass(lines: []) }
+        defer { TessResultIteratorDelete(iterator) }
+        let page = TessResultIteratorGetPageIterator(iterator)
+        var lines: [RecognizedLine] = []
+        var current: RecognizedLine?
+        func box(_ level: TessPageIteratorLevel) -> PixelRect {
+            var l: Int32 = 0
+            var t: Int32 = 0
+            var r: Int32 = 0
+            var b: Int32 = 0
+            _ = TessPageIteratorBoundingBox(page, level, &l, &t, &r, &b)
+            return PixelRect(x: Int(l), y: Int(t), width: Int(r - l), height: Int(b - t))
+        }
+        func finish() {
+            if var line = current, !line.words.isEmpty {
+                line.text = line.words.map(\.text).joined(separator: " ")
+                lines.append(line)
+            }
+            current = nil
+        }
+        repeat {
+            if TessPageIteratorIsAtBeginningOf(page, RIL_TEXTLINE) != 0 {
+                finish()
+                current = RecognizedLine(
+                    text: "",
+                    confidence: Double(TessResultIteratorConfidence(iterator, RIL_TEXTLINE)) / 100,
+                    box: box(RIL_TEXTLINE),
+                    words: []
+                )
+            }
+            guard let cText = TessResultIteratorGetUTF8Text(iterator, RIL_WORD) else { continue }
+            let text = String(cString: cText).trimmingCharacters(in: .whitespacesAndNewlines)
+            TessDeleteText(cText)
+            guard !text.isEmpty else { continue }
+            let word = RecognizedWord(
+                text: text,
+                confidence: max(0, min(1, Double(TessResultIteratorConfidence(iterator, RIL_WORD)) / 100)),
+                box: box(RIL_WORD)
+            )
+            if current == nil { current = RecognizedLine(text: "", confidence: word.confidence, box: word.box, words: []) }
+            current?.words.append(word)
+        } while TessResultIteratorNext(iterator, RIL_WORD) != 0
+        finish()
+        for i in lines.indices { lines[i].confidence = max(0, min(1, lines[i].confidence)) }
+        return Pass(lines: lines)
+    }
+
+    /// A box from working-image coordinates to the original's (the bounding box of its corners).
+    private static func mapped(_ rect: PixelRect, _ t: PointTransform) -> PixelRect {
+        let corners = [
+            ImagePoint(x: rect.x, y: rect.y), ImagePoint(x: rect.x + rect.width, y: rect.y),
+            ImagePoint(x: rect.x, y: rect.y + rect.height),
+            ImagePoint(x: rect.x + rect.width, y: rect.y + rect.height),
+        ].map(t.apply)
+        let x0 = corners.map(\.x).min()!
+        let y0 = corners.map(\.y).min()!
+        return PixelRect(x: x0, y: y0, width: corners.map(\.x).max()! - x0, height: corners.map(\.y).max()! - y0)
+    }
+
+    private static func mapped(_ line: RecognizedLine, _ t: PointTransform) -> RecognizedLine {
+        var copy = line
+        copy.box = mapped(line.box, t)
+        copy.words = line.words.map { RecognizedWord(text: $0.text, confidence: $0.confidence, box: mapped($0.box, t)) }
+        return copy
+    }
+}
