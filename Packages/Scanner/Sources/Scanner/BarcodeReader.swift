@@ -83,12 +83,16 @@ public final class BarcodeReader: Sendable {
         let o = options
         var list: [Pass] = []
         var first = ZXingEngine.Pass()
-        first.tryHarder = o.effort != .fast
         first.tryRotate = o.searchesRotations
         first.tryInvert = o.searchesInverted
-        list.append(zxing("zxing", first))
+        // Most symbols read without ZXing's harder search; zbar and the harder search run
+        // only when that finds nothing, which keeps clean images cheap.
+        var quick = first
+        quick.tryHarder = false
+        list.append(zxing("zxing", quick))
         list.append(zbar("zbar") { g in (g, .identity) })
         guard o.effort != .fast else { return list }
+        list.append(zxing("zxing harder", first))
 
         // Balanced: other binarizer, then scale small images up and big ones down.
         // ZXing's global-histogram binarizer suits blurred and low-contrast 1D codes.
