@@ -128,3 +128,54 @@ enum TextPreprocess {
         return best
     }
 }
+
+extension TextPreprocess {
+    /// Rotated by `degrees` around the centre with bilinear interpolation (smooth glyph edges
+    /// matter to the recogniser), on a white canvas; same geometry as ``GreyOps/rotated``.
+    static func rotatedSmooth(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform) {
+        let r = degrees * .pi / 180
+        let cosR = cos(r)
+        let sinR = sin(r)
+        let w = Int((abs(Double(g.width) * cosR) + abs(Double(g.height) * sinR)).rounded(.up))
+        let h = Int((abs(Double(g.width) * sinR) + abs(Double(g.height) * cosR)).rounded(.up))
+        let cx = Double(g.width) / 2
+        let cy = Double(g.height) / 2
+        let ox = Double(w) / 2
+        let oy = Double(h) / 2
+        var out = [UInt8](repeating: 255, count: w * h)
+        g.pixels.withUnsafeBufferPointer { src in
+            out.withUnsafeMutableBufferPointer { o in
+                func pixel(_ x: Int, _ y: Int) -> Double {
+                    guard x >= 0, x < g.width, y >= 0, y < g.height else { return 255 }
+                    return Double(src[y * g.stride + x])
+                }
+                for y in 0..<h {
+                    let dy = Double(y) + 0.5 - oy
+                    for x in 0..<w {
+                        let dx = Double(x) + 0.5 - ox
+                        let sx = cosR * dx + sinR * dy + cx - 0.5
+                        let sy = -sinR * dx + cosR * dy + cy - 0.5
+                        let x0 = Int(sx.rounded(.down))
+                        let y0 = Int(sy.rounded(.down))
+                        if x0 < -1 || y0 < -1 || x0 >= g.width || y0 >= g.height { continue }
+                        let fx = sx - Double(x0)
+                        let fy = sy - Double(y0)
+                        let top = pixel(x0, y0) * (1 - fx) + pixel(x0 + 1, y0) * fx
+                        let bottom = pixel(x0, y0 + 1) * (1 - fx) + pixel(x0 + 1, y0 + 1) * fx
+                        o[y * w + x] = UInt8(max(0, min(255, (top * (1 - fy) + bottom * fy).rounded())))
+                    }
+                }
+            }
+        }
+        let image = ImageBuffer(uncheckedWidth: w, height: h, format: .grey, stride: w, pixels: out)
+        let transform = PointTransform(
+            a: cosR,
+            b: sinR,
+            c: -sinR,
+            d: cosR,
+            tx: -cosR * ox - sinR * oy + cx,
+            ty: sinR * ox - cosR * oy + cy
+        )
+        return (image, transform)
+    }
+}

@@ -66,7 +66,7 @@ public struct TextReader: Sendable {
         if options.level == .accurate {
             deskew = TextPreprocess.skewAngle(mask: mask, width: grey.width, height: grey.height)
             if abs(deskew) >= 0.3 {
-                let (rotated, back) = GreyOps.rotated(grey, degrees: deskew)
+                let (rotated, back) = TextPreprocess.rotatedSmooth(grey, degrees: -deskew)
                 work = rotated
                 toOriginal = toOriginal.after(back)
             }
