@@ -1,0 +1,55 @@
+// swift-tools-version: 6.1
+// Auth: the suite's sign-in, token refresh and request signing (client), and the pieces the
+// store-server uses to check them (signature verifier, password hasher, token issuer).
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Auth",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Auth", targets: ["Auth"]),
+        // A second process for the cross-process refresh tests.
+        .executable(name: "AuthPeer", targets: ["AuthPeer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(path: "../SharedDefaults"),
+        // Tests only: the small test server on real sockets.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+    ],
+    targets: [
+        .target(
+            name: "Auth",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "AuthPeer",
+            dependencies: ["Auth", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AuthTests",
+            dependencies: [
+                "Auth",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

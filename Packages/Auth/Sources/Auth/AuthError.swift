@@ -1,0 +1,52 @@
+public import Foundation
+
+/// An error from the Auth client or server pieces.
+///
+/// Messages name what failed (a URL path, a file, a status) and never carry a token, a
+/// password, a signing key or a signature.
+public struct AuthError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, stable for programs to switch on.
+    public enum Code: String, Sendable, Equatable {
+        /// No usable sign-in: never signed in, signed out, refresh token refused, or refresh
+        /// failed repeatedly. The user has to sign in again (apps exit 77).
+        case signInRequired
+        /// The server refused the user name or password.
+        case invalidCredentials
+        /// The call's overall deadline passed before it finished.
+        case deadlineExceeded
+        /// The calling task was cancelled.
+        case cancelled
+        /// The request could not reach the server or the connection failed.
+        case transport
+        /// The server answered something Auth could not read (bad token response, ...).
+        case invalidResponse
+        /// The token file or the refresh lease in the suite container could not be used.
+        case tokenStore
+        /// A request given to the client cannot be sent (no URL, unsupported scheme, ...).
+        case invalidRequest
+        /// A stored password hash cannot be read.
+        case invalidPasswordHash
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A human message, free of secrets.
+    public var message: String
+    /// The HTTP status involved, when there is one.
+    public var status: Int?
+    /// The underlying error, when there is one (never one that carries a secret).
+    public var cause: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, status: Int? = nil, cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.status = status
+        self.cause = cause
+    }
+
+    public var description: String {
+        if let cause { return "\(message) (\(cause))" }
+        return message
+    }
+}

@@ -1,0 +1,191 @@
+public import Foundation
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+internal import Synchronization
+
+/// Runs URLSession data tasks with an overall deadline, task cancellation, and a redirect
+/// hook per task. Linux URLSession only enforces idle timeouts, so the deadline is ours: at
+/// the deadline the call ends with `deadlineExceeded` and the URL task is cancelled.
+final class HTTPTransport: Sendable {
+    /// Rewrites a redirect's new request (drop or re-sign credentials); `nil` refuses it.
+    typealias RedirectRule = @Sendable (_ original: URLRequest, _ new: URLRequest) -> URLRequest?
+
+    let session: URLSession
+    private let delegate: TransportDelegate
+
+    init(configuration: URLSessionConfiguration) {
+        let delegate = TransportDelegate()
+        self.delegate = delegate
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
+    }
+
+    deinit { session.invalidateAndCancel() }
+
+    /// Sends one request; HTTP error statuses are results, not errors.
+    func send(_ request: URLRequest, deadline: ContinuousClock.Instant, redirect: @escaping RedirectRule)
+        async throws(AuthError) -> (Data, HTTPURLResponse)
+    {
+        let call = CallState()
+        let path = request.url?.path ?? "?"
+        let result: Result<(Data, HTTPURLResponse), AuthError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<(Data, HTTPURLResponse), AuthError>, Never>) in
+                guard call.install(continuation) else { return }  // cancelled before start
+                let task = session.dataTask(with: request)
+                delegate.register(task.taskIdentifier, TaskRecord(call: call, original: request, redirect: redirect))
+                call.setTask(task)
+                let timer = Task {
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    if Task.isCancelled { return }
+                    call.finish(.failure(AuthError(.deadlineExceeded, "request to \(path) did not finish before its deadline")))
+                }
+                call.setTimer(timer)
+                task.resume()
+            }
+        } onCancel: {
+            call.finish(.failure(AuthError(.cancelled, "request to \(path) was cancelled")))
+        }
+        return try result.get()
+    }
+}
+
+/// One call's single-shot completion: whichever of response, deadline or cancellation
+/// comes first resumes the caller; the others are ignored and the URL task is cancelled.
+final class CallState: Sendable {
+    typealias Outcome = Result<(Data, HTTPURLResponse), AuthError>
+    private struct State {
+        var continuation: CheckedContinuation<Outcome, Never>?
+        var pending: Outcome?
+        var finished = false
+        var task: URLSessionTask?
+        var timer: Task<Void, Never>?
+        var body = Data()
+    }
+    // URLSessionTask is thread-safe for cancel(); the Mutex guards every access.
+    private let state = Mutex<State>(State())
+
+    /// Stores the continuation; resumes at once (returning false) if already finished.
+    func install(_ continuation: CheckedContinuation<Outcome, Never>) -> Bool {
+        let early: Outcome? = state.withLock { state in
+            if state.finished, let pending = state.pending { return pending }
+            state.continuation = continuation
+            return nil
+        }
+        if let early {
+            continuation.resume(returning: early)
+            return false
+        }
+        return true
+    }
+
+    func setTask(_ task: URLSessionTask) {
+        let cancelNow = state.withLock { state in
+            state.task = task
+            return state.finished
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    func setTimer(_ timer: Task<Void, Never>) {
+        let cancelNow = state.withLock { state in
+            state.timer = timer
+            return state.finished
+        }
+        if cancelNow { timer.cancel() }
+    }
+
+    func append(_ data: Data) { state.withLock { $0.body.append(data) } }
+
+    func complete(response: URLResponse?, error: (any Error)?, path: String) {
+        if let error {
+            let nsError = error as NSError
+            let message = "request to \(path) failed: \(nsError.localizedDescription)"
+            finish(.failure(AuthError(.transport, message, cause: TransportFailure(domain: nsError.domain, code: nsError.code))))
+            return
+        }
+        guard let http = response as? HTTPURLResponse else {
+            finish(.failure(AuthError(.invalidResponse, "request to \(path) got no HTTP response")))
+            return
+        }
+        let body = state.withLock { $0.body }
+        finish(.success((body, http)))
+    }
+
+    func finish(_ outcome: Outcome) {
+        let (continuation, task, timer): (CheckedContinuation<Outcome, Never>?, URLSessionTask?, Task<Void, Never>?) =
+            state.withLock { state in
+                guard !state.finished else { return (nil, nil, nil) }
+                state.finished = true
+                state.pending = outcome
+                let continuation = state.continuation
+                state.continuation = nil
+                return (continuation, state.task, state.timer)
+            }
+        timer?.cancel()
+        if case .failure = outcome { task?.cancel() }
+        continuation?.resume(returning: outcome)
+    }
+}
+
+/// The Foundation error behind a transport failure, by domain and code only (its user
+/// info can hold the URL, which is not secret, but we keep errors small).
+public struct TransportFailure: Error, Sendable, CustomStringConvertible {
+    /// The NSError domain.
+    public var domain: String
+    /// The NSError code (`NSURLErrorTimedOut`, ...).
+    public var code: Int
+    public var description: String { "\(domain) \(code)" }
+}
+
+struct TaskRecord: Sendable {
+    let call: CallState
+    let original: URLRequest
+    let redirect: HTTPTransport.RedirectRule
+}
+
+/// The session delegate: collects bodies, completes calls, and applies redirect rules.
+/// Sendable: its only state is a Mutex-protected table.
+final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private let records = Mutex<[Int: TaskRecord]>([:])
+
+    func register(_ id: Int, _ record: TaskRecord) { records.withLock { $0[id] = record } }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let record = records.withLock { $0[dataTask.taskIdentifier] }
+        record?.call.append(data)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let record = records.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        record?.call.complete(
+            response: task.response, error: error, path: record?.original.url?.path ?? "?")
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        let record = records.withLock { $0[task.taskIdentifier] }
+        guard let record else {
+            completionHandler(nil)
+            return
+        }
+        completionHandler(record.redirect(record.original, request))
+    }
+}
+
+/// Origins per RFC 6454: scheme, host and port (default ports made explicit).
+enum Origin {
+    static func of(_ url: URL?) -> String? {
+        guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
+        return "\(scheme)://\(host):\(port)"
+    }
+
+    static func same(_ lhs: URL?, _ rhs: URL?) -> Bool {
+        guard let left = of(lhs), let right = of(rhs) else { return false }
+        return left == right
+    }
+}

@@ -1,0 +1,80 @@
+internal import Crypto
+internal import _CryptoExtras
+internal import Foundation
+
+/// Hashes and checks passwords with PBKDF2-HMAC-SHA256 (from `_CryptoExtras`).
+///
+/// The encoded form describes itself in the PHC string style, so the cost can be raised
+/// later without breaking stored hashes:
+/// `$pbkdf2-sha256$i=600000$<salt, base64 without padding>$<32-byte hash, base64>`.
+///
+/// ```swift
+/// let hasher = PasswordHasher()                  // 600,000 iterations (OWASP 2023)
+/// let stored = try hasher.hash("correct horse")
+/// try hasher.verify("correct horse", against: stored)   // true
+/// hasher.needsRehash(stored)                     // false until the cost is raised
+/// ```
+public struct PasswordHasher: Sendable {
+    /// PBKDF2 iterations for new hashes (the cost parameter).
+    public var iterations: Int
+
+    /// Creates a hasher.
+    /// - Parameter iterations: the cost; at least 1,000 (tests use low values; production
+    ///   should keep the default 600,000 or more).
+    public init(iterations: Int = 600_000) {
+        self.iterations = max(1_000, iterations)
+    }
+
+    /// Hashes a password with a new random 16-byte salt.
+    public func hash(_ password: String) throws(AuthError) -> String {
+        var salt = [UInt8](repeating: 0, count: 16)
+        var generator = SystemRandomNumberGenerator()
+        for index in salt.indices { salt[index] = generator.next() }
+        let derived = try derive(password, salt: salt, iterations: iterations)
+        return "$pbkdf2-sha256$i=\(iterations)$\(Self.unpadded(salt))$\(Self.unpadded(derived))"
+    }
+
+    /// Checks a password against an encoded hash, in constant time for the comparison.
+    /// - Throws: ``AuthError`` `invalidPasswordHash` when `encoded` is not one of ours.
+    public func verify(_ password: String, against encoded: String) throws(AuthError) -> Bool {
+        let parsed = try Self.parse(encoded)
+        let derived = try derive(password, salt: parsed.salt, iterations: parsed.iterations)
+        guard derived.count == parsed.hash.count else { return false }
+        return derived.withUnsafeBytes { SignatureVerifier.constantTimeEqual($0, parsed.hash) }
+    }
+
+    /// Whether a stored hash uses a lower cost than this hasher (rehash after a good sign-in).
+    public func needsRehash(_ encoded: String) -> Bool {
+        guard let parsed = try? Self.parse(encoded) else { return true }
+        return parsed.iterations < iterations
+    }
+
+    private func derive(_ password: String, salt: [UInt8], iterations: Int) throws(AuthError) -> [UInt8] {
+        do {
+            let key = try KDF.Insecure.PBKDF2.deriveKey(
+                from: Array(password.utf8), salt: salt, using: .sha256, outputByteCount: 32,
+                unsafeUncheckedRounds: iterations)
+            return key.withUnsafeBytes { Array($0) }
+        } catch {
+            throw AuthError(.invalidPasswordHash, "PBKDF2 failed with \(iterations) iterations", cause: error)
+        }
+    }
+
+    static func parse(_ encoded: String) throws(AuthError) -> (iterations: Int, salt: [UInt8], hash: [UInt8]) {
+        let parts = encoded.split(separator: "$", omittingEmptySubsequences: false)
+        guard parts.count == 5, parts[0].isEmpty, parts[1] == "pbkdf2-sha256", parts[2].hasPrefix("i="),
+            let iterations = Int(parts[2].dropFirst(2)), iterations >= 1, iterations <= 100_000_000,
+            let salt = Base64.decode(parts[3]), salt.count >= 8,
+            let hash = Base64.decode(parts[4]), hash.count >= 16
+        else {
+            throw AuthError(.invalidPasswordHash, "stored password hash is not in the '$pbkdf2-sha256$i=N$salt$hash' form")
+        }
+        return (iterations, salt, hash)
+    }
+
+    static func unpadded(_ bytes: [UInt8]) -> String {
+        var text = Base64.encode(bytes)
+        while text.hasSuffix("=") { text.removeLast() }
+        return text
+    }
+}
