@@ -92,6 +92,7 @@ struct ScanCommand: AsyncParsableCommand {
     /// Catches SIGINT before parsing, so even an interrupt during a long argument list exits
     /// 130, and reports usage errors with the suite's `error:` prefix.
     static func main() async {
+        OpenMPEnvironment.ensureSingleThreaded()
         InterruptWatch.shared.install()
         let command: any ParsableCommand
         do {

@@ -159,3 +159,23 @@ enum TextOutput {
 
     static func confidence(_ c: Double) -> String { String(format: "%.3f", c) }
 }
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// libtesseract's OpenMP reads `OMP_THREAD_LIMIT` when the process starts; `scan --text`
+/// runs one engine per core, where more OpenMP threads only contend (2-3x slower on 2 cores).
+/// So when `--text` is asked for and the variable is unset, `scan` sets it to 1 and
+/// re-executes itself once, before reading any input. A value the user set is kept.
+enum OpenMPEnvironment {
+    static func ensureSingleThreaded() {
+        let arguments = CommandLine.arguments
+        guard arguments.contains("--text"), getenv("OMP_THREAD_LIMIT") == nil else { return }
+        setenv("OMP_THREAD_LIMIT", "1", 1)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
+        argv.append(nil)
+        execv("/proc/self/exe", &argv)
+        // exec failed (no /proc): carry on, only slower.
+    }
+}

@@ -16,7 +16,7 @@ enum OCRFixtures {
     /// PNG bytes of `text` at 11 pt and `dpi`, optionally rotated (degrees) and noisy.
     static func label(
         _ text: String,
-        font: String = fonts[0],
+        font: String = fonts.first ?? "DejaVu-Sans",
         dpi: Int = 300,
         rotate: Double = 0,
         noise: Bool = false,
@@ -33,7 +33,7 @@ enum OCRFixtures {
         return try Fixtures.run("convert", args)
     }
 
-    static func image(_ text: String, font: String = fonts[0], dpi: Int = 300, rotate: Double = 0, noise: Bool = false)
+    static func image(_ text: String, font: String = fonts.first ?? "DejaVu-Sans", dpi: Int = 300, rotate: Double = 0, noise: Bool = false)
         throws -> ImageBuffer
     {
         try ImageBuffer(data: label(text, font: font, dpi: dpi, rotate: rotate, noise: noise), name: "label")

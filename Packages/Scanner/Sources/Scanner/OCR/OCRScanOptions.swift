@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What text recognition looks for and how hard it tries.
 ///

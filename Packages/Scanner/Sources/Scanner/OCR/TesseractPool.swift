@@ -37,11 +37,11 @@ final class TesseractPool: Sendable {
     /// Idle engines kept per key beyond which returned engines are freed.
     private let keep = max(2, ProcessInfo.processInfo.activeProcessorCount * 2)
 
-    private static let environmentOnce: Void = {
-        // libtesseract's LSTM uses OpenMP; with one engine per core, more threads per engine
-        // only contend. Respect a value the user set.
-        setenv("OMP_THREAD_LIMIT", "1", 0)
-    }()
+    /// libtesseract's LSTM uses OpenMP; with one engine per core, more threads per engine
+    /// only contend (a batch is 2-3x slower on 2 cores). libgomp reads `OMP_THREAD_LIMIT`
+    /// once, when the process starts, so a library cannot set it: programs set it and
+    /// re-execute themselves (as `scan --text` does), or their users export it.
+    static var openMPThreadLimit: Int { Int(omp_get_thread_limit()) }
 
     /// Runs `body` with an engine for `key`, creating one when none is idle.
     func withEngine<T>(
@@ -68,7 +68,6 @@ final class TesseractPool: Sendable {
     func idleCount(_ key: Key) -> Int { idle.withLock { $0[key]?.count ?? 0 } }
 
     private func make(_ key: Key, input: String) throws(OCRError) -> TesseractEngine {
-        _ = Self.environmentOnce
         guard let handle = TessBaseAPICreate() else {
             throw OCRError(code: .engineFailed, input: input, message: "could not create a Tesseract engine")
         }

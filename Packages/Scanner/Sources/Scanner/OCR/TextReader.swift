@@ -34,7 +34,18 @@ public struct TextReader: Sendable {
             configured: options.tessdataPath
         )
         self.key = TesseractPool.Key(tessdata: tessdataPath, languages: options.languageString)
+        let limit = TesseractPool.openMPThreadLimit
+        if limit > 1 && ProcessInfo.processInfo.activeProcessorCount > 1 {
+            logger.debug(
+                "OMP_THREAD_LIMIT was not 1 at process start; parallel OCR will contend",
+                metadata: ["ompThreadLimit": "\(limit)"]
+            )
+        }
     }
+
+    /// Whether libtesseract's OpenMP runs one thread per engine (`OMP_THREAD_LIMIT=1` in the
+    /// environment when the process started), the right setting for parallel recognition.
+    public static var isOpenMPSingleThreaded: Bool { TesseractPool.openMPThreadLimit == 1 }
 
     /// Recognises the text of `image` (`name` is used in errors and logs).
     public func read(_ image: ImageBuffer, name: String = "image") throws(OCRError) -> TextResult {
