@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+/// `scan --text`: the binary on labels rendered with ImageMagick at test time.
+@Suite("scan --text (OCR)")
+struct ScanTextTests {
+    static let font = [
+        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+        "/usr/share/fonts/opentype/urw-base35/NimbusSans-Regular.otf",
+    ].first { FileManager.default.fileExists(atPath: $0) } ?? "DejaVu-Sans"
+
+    /// Renders `text` at `dpi` into `dir/name` with ImageMagick; returns the path.
+    static func label(_ text: String, dpi: Int = 200, in dir: URL, name: String) throws -> String {
+        let path = dir.appendingPathComponent(name).path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "convert", "-density", "\(dpi)", "-units", "PixelsPerInch", "-font", font, "-pointsize", "11",
+            "-background", "white", "-fill", "black", "label:\(text)", "-bordercolor", "white", "-border", "12",
+            path,
+        ]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0)
+        return path
+    }
+
+    static func blank(in dir: URL) throws -> String {
+        let path = dir.appendingPathComponent("blank.png").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["convert", "-size", "200x80", "xc:white", path]
+        try process.run()
+        process.waitUntilExit()
+        return path
+    }
+
+    @Test("JSON lines carry text, lines with confidence and box, and matches; exit 0")
+    func jsonl() throws {
+        let dir = try ScanTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = try Self.label("IMEI 490154203237518\nMade in Germany", in: dir, name: "imei.png")
+        let run = try ScanTool.run(["--text", "--validate", "imei", "--format", "jsonl", path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        )
+        #expect(object["file"] as? String == path)
+        #expect(object["text"] as? String == "IMEI 490154203237518\nMade in Germany")
+        let lines = try #require(object["lines"] as? [[String: Any]])
+        #expect(lines.count == 2)
+        let confidence = try #require(lines.first?["confidence"] as? Double)
+        #expect(confidence > 0.5 && confidence <= 1)
+        #expect((lines.first?["box"] as? [Int])?.count == 4)
+        let matches = try #require(object["matches"] as? [[String: Any]])
+        #expect(matches.count == 1)
+        #expect(matches.first?["validator"] as? String == "imei")
+        #expect(matches.first?["text"] as? String == "490154203237518")
+        #expect(object["error"] is NSNull)
+        #expect((object["symbols"] as? [Any])?.isEmpty == true)
+    }
+
+    @Test("Text output prints the lines; validated text prints validator:text")
+    func textFormat() throws {
+        let dir = try ScanTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = try Self.label("EAN 4006381333931\nLot AB-1234", in: dir, name: "ean.png")
+        let plain = try ScanTool.run(["--text", "--quiet", path])
+        #expect(plain.status == 0)
+        #expect(plain.stdout == "EAN 4006381333931\nLot AB-1234\n")
+        let validated = try ScanTool.run([
+            "--text", "--quiet", "--level", "accurate", "--validate", "gtin", "--validate", "[A-Z]{2}-[0-9]{4}", path,
+        ])
+        #expect(validated.status == 0)
+        #expect(validated.stdout == "gtin:4006381333931\nregex:AB-1234\n")
+    }
+
+    @Test("Exit 4 when a readable image has no text (or no valid match), 1 when one cannot be read")
+    func exitCodes() throws {
+        let dir = try ScanTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let text = try Self.label("Hello shelf 12", in: dir, name: "text.png")
+        let blank = try Self.blank(in: dir)
+        #expect(try ScanTool.run(["--text", "--quiet", text, blank]).status == 4)
+        #expect(try ScanTool.run(["--text", "--quiet", "--validate", "imei", text]).status == 4)
+        let missing = dir.appendingPathComponent("missing.png").path
+        let run = try ScanTool.run(["--text", "--format", "jsonl", "--quiet", text, missing, blank])
+        #expect(run.status == 1)
+        #expect(run.stdout.split(separator: "\n").count == 3)
+        #expect(run.stderr.contains("missing.png"))
+    }
+
+    @Test("--barcodes alongside --text reports both")
+    func both() throws {
+        let dir = try ScanTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = try Self.label("Hello shelf 12", in: dir, name: "text.png")
+        let run = try ScanTool.run(["--text", "--barcodes", "--format", "jsonl", path])
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("\"symbols\":[]"))
+        #expect(run.stdout.contains("\"text\":\"Hello shelf 12\""))
+    }
+
+    @Test(
+        "Bad text options are usage errors (64) naming the problem",
+        arguments: [
+            (["--validate", "imei", "x.png"], "--validate needs --text"),
+            (["--text", "--lang", "xyz", "x.png"], "xyz"),
+            (["--text", "--validate", "([a-", "x.png"], "invalid regular expression"),
+            (["--text", "--level", "slow", "x.png"], "slow"),
+        ]
+    )
+    func usage(arguments: [String], message: String) throws {
+        let run = try ScanTool.run(arguments)
+        #expect(run.status == 64)
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+    }
+
+    @Test("A missing language names where it looked")
+    func missingLanguage() throws {
+        let run = try ScanTool.run(["--text", "--lang", "eng+xyz", "--tessdata", "/nonexistent", "x.png"])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("/nonexistent"))
+        #expect(run.stderr.contains("/usr/share/tesseract-ocr/5/tessdata"))
+    }
+}
