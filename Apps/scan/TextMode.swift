@@ -130,7 +130,8 @@ enum TextOutput {
         guard let text = record.text else { return "" }
         let file = RecordWriter.csv(record.file)
         if record.textValidated {
-            return text.matches.map { "\(file),\($0.validator),\(RecordWriter.csv($0.text))\n" }.joined()
+            return text.matches.map { "\(file),\($0.validator),\(RecordWriter.csv($0.text))\n" }
+                .joined()
         }
         return text.lines.map { "\(file),text,\(RecordWriter.csv($0.text))\n" }.joined()
     }
@@ -142,16 +143,20 @@ enum TextOutput {
         var out = ",\"text\":" + (text.map { JSONLine.string($0.text) } ?? "null")
         out += ",\"lines\":["
         out += (text?.lines ?? []).map { line in
-            "{\"text\":" + JSONLine.string(line.text) + ",\"confidence\":" + confidence(line.confidence)
+            "{\"text\":" + JSONLine.string(line.text) + ",\"confidence\":"
+                + confidence(line.confidence)
                 + ",\"box\":" + box(line.box) + "}"
         }.joined(separator: ",")
         out += "],\"matches\":["
         out += (text?.matches ?? []).map { match in
-            "{\"validator\":" + JSONLine.string(match.validator) + ",\"text\":" + JSONLine.string(match.text)
+            "{\"validator\":" + JSONLine.string(match.validator) + ",\"text\":"
+                + JSONLine.string(match.text)
                 + ",\"box\":" + box(match.box) + "}"
         }.joined(separator: ",")
         out += "]"
-        if let error = record.textError { out += ",\"textError\":" + JSONLine.string(error.description) }
+        if let error = record.textError {
+            out += ",\"textError\":" + JSONLine.string(error.description)
+        }
         return out
     }
 

@@ -4,10 +4,11 @@ import Testing
 /// `scan --text`: the binary on labels rendered with ImageMagick at test time.
 @Suite("scan --text (OCR)")
 struct ScanTextTests {
-    static let font = [
-        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-        "/usr/share/fonts/opentype/urw-base35/NimbusSans-Regular.otf",
-    ].first { FileManager.default.fileExists(atPath: $0) } ?? "DejaVu-Sans"
+    static let font =
+        [
+            "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+            "/usr/share/fonts/opentype/urw-base35/NimbusSans-Regular.otf",
+        ].first { FileManager.default.fileExists(atPath: $0) } ?? "DejaVu-Sans"
 
     /// Renders `text` at `dpi` into `dir/name` with ImageMagick; returns the path.
     static func label(_ text: String, dpi: Int = 200, in dir: URL, name: String) throws -> String {
@@ -15,8 +16,10 @@ struct ScanTextTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
-            "convert", "-density", "\(dpi)", "-units", "PixelsPerInch", "-font", font, "-pointsize", "11",
-            "-background", "white", "-fill", "black", "label:\(text)", "-bordercolor", "white", "-border", "12",
+            "convert", "-density", "\(dpi)", "-units", "PixelsPerInch", "-font", font, "-pointsize",
+            "11",
+            "-background", "white", "-fill", "black", "label:\(text)", "-bordercolor", "white",
+            "-border", "12",
             path,
         ]
         try process.run()
@@ -39,7 +42,11 @@ struct ScanTextTests {
     func jsonl() throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let path = try Self.label("IMEI 490154203237518\nMade in Germany", in: dir, name: "imei.png")
+        let path = try Self.label(
+            "IMEI 490154203237518\nMade in Germany",
+            in: dir,
+            name: "imei.png"
+        )
         let run = try ScanTool.run(["--text", "--validate", "imei", "--format", "jsonl", path])
         #expect(run.status == 0, "\(run.stderr)")
         let object = try #require(
@@ -69,7 +76,8 @@ struct ScanTextTests {
         #expect(plain.status == 0)
         #expect(plain.stdout == "EAN 4006381333931\nLot AB-1234\n")
         let validated = try ScanTool.run([
-            "--text", "--quiet", "--level", "accurate", "--validate", "gtin", "--validate", "[A-Z]{2}-[0-9]{4}", path,
+            "--text", "--quiet", "--level", "accurate", "--validate", "gtin", "--validate",
+            "[A-Z]{2}-[0-9]{4}", path,
         ])
         #expect(validated.status == 0)
         #expect(validated.stdout == "gtin:4006381333931\nregex:AB-1234\n")
@@ -118,7 +126,9 @@ struct ScanTextTests {
 
     @Test("A missing language names where it looked")
     func missingLanguage() throws {
-        let run = try ScanTool.run(["--text", "--lang", "eng+xyz", "--tessdata", "/nonexistent", "x.png"])
+        let run = try ScanTool.run([
+            "--text", "--lang", "eng+xyz", "--tessdata", "/nonexistent", "x.png",
+        ])
         #expect(run.status == 64)
         #expect(run.stderr.contains("/nonexistent"))
         #expect(run.stderr.contains("/usr/share/tesseract-ocr/5/tessdata"))

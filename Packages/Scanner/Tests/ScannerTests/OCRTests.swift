@@ -33,10 +33,19 @@ enum OCRFixtures {
         return try Fixtures.run("convert", args)
     }
 
-    static func image(_ text: String, font: String = fonts.first ?? "DejaVu-Sans", dpi: Int = 300, rotate: Double = 0, noise: Bool = false)
+    static func image(
+        _ text: String,
+        font: String = fonts.first ?? "DejaVu-Sans",
+        dpi: Int = 300,
+        rotate: Double = 0,
+        noise: Bool = false
+    )
         throws -> ImageBuffer
     {
-        try ImageBuffer(data: label(text, font: font, dpi: dpi, rotate: rotate, noise: noise), name: "label")
+        try ImageBuffer(
+            data: label(text, font: font, dpi: dpi, rotate: rotate, noise: noise),
+            name: "label"
+        )
     }
 }
 
@@ -53,7 +62,13 @@ private func editDistance(_ a: String, _ b: String) -> Int {
     for i in 1...max(1, a.count) where !a.isEmpty {
         var current = [i]
         for j in 1...max(1, b.count) where !b.isEmpty {
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)))
+            current.append(
+                min(
+                    previous[j] + 1,
+                    current[j - 1] + 1,
+                    previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
+                )
+            )
         }
         if b.isEmpty { current = [i] }
         previous = current
@@ -67,7 +82,8 @@ struct OCRRecognitionTests {
 
     @Test(
         "Reads generated labels exactly at 150 dpi and above, in every font",
-        arguments: OCRFixtures.fonts, [300, 200, 150]
+        arguments: OCRFixtures.fonts,
+        [300, 200, 150]
     )
     func exactText(font: String, dpi: Int) throws {
         let reader = try TextReader(options: .fast)
@@ -78,24 +94,33 @@ struct OCRRecognitionTests {
 
     @Test(
         "Reads rotated and noisy labels exactly at 300 and 150 dpi (accurate level)",
-        arguments: [(1.5, false), (-2.0, false), (0.0, true), (1.0, true)], [300, 150]
+        arguments: [(1.5, false), (-2.0, false), (0.0, true), (1.0, true)],
+        [300, 150]
     )
     func rotatedAndNoisy(variant: (Double, Bool), dpi: Int) throws {
         let reader = try TextReader(options: .accurate)
         let image = try OCRFixtures.image(Self.text, dpi: dpi, rotate: variant.0, noise: variant.1)
         let result = try reader.read(image)
-        #expect(normalized(result.text) == normalized(Self.text), "rotate \(variant.0) noise \(variant.1) at \(dpi) dpi")
+        #expect(
+            normalized(result.text) == normalized(Self.text),
+            "rotate \(variant.0) noise \(variant.1) at \(dpi) dpi"
+        )
     }
 
     @Test("Deskew measures a small rotation in the accurate level")
     func deskew() throws {
         let reader = try TextReader(options: .accurate)
-        let result = try reader.read(OCRFixtures.image("Rotated sample text 12345\nsecond line here", rotate: 3))
+        let result = try reader.read(
+            OCRFixtures.image("Rotated sample text 12345\nsecond line here", rotate: 3)
+        )
         #expect(abs(abs(result.deskewDegrees) - 3) <= 0.6)
         #expect(normalized(result.text) == "Rotated sample text 12345 second line here")
     }
 
-    @Test("Small text is upscaled, and at 50 dpi the character error rate stays low", arguments: [50, 75])
+    @Test(
+        "Small text is upscaled, and at 50 dpi the character error rate stays low",
+        arguments: [50, 75]
+    )
     func lowResolution(dpi: Int) throws {
         let reader = try TextReader(options: .fast)
         let result = try reader.read(OCRFixtures.image(Self.text, dpi: dpi))
@@ -117,7 +142,10 @@ struct OCRRecognitionTests {
         for line in result.lines {
             #expect(line.confidence > 0.5 && line.confidence <= 1)
             #expect(line.box.x >= 0 && line.box.y >= 0)
-            #expect(line.box.x + line.box.width <= image.width && line.box.y + line.box.height <= image.height)
+            #expect(
+                line.box.x + line.box.width <= image.width
+                    && line.box.y + line.box.height <= image.height
+            )
             for word in line.words {
                 #expect(word.box.y + word.box.height >= line.box.y)
                 #expect(word.confidence >= 0 && word.confidence <= 1)
@@ -133,7 +161,12 @@ struct OCRRecognitionTests {
         let image = try OCRFixtures.image(Self.text, dpi: 150)
         let whole = try TextReader().read(image)
         let second = try #require(whole.lines.last)
-        let region = PixelRect(x: 0, y: second.box.y - 4, width: image.width, height: second.box.height + 8)
+        let region = PixelRect(
+            x: 0,
+            y: second.box.y - 4,
+            width: image.width,
+            height: second.box.height + 8
+        )
         let result = try TextReader(options: OCRScanOptions(regionOfInterest: region)).read(image)
         #expect(result.text == "Model RX-200 Blue")
         let box = try #require(result.lines.first?.box)
@@ -143,7 +176,8 @@ struct OCRRecognitionTests {
     @Test("A whitelist limits the characters recognised")
     func whitelist() throws {
         let image = try OCRFixtures.image("Lot 2024 117", dpi: 200)
-        let digits = try TextReader(options: OCRScanOptions(characterWhitelist: "0123456789 ")).read(image)
+        let digits = try TextReader(options: OCRScanOptions(characterWhitelist: "0123456789 "))
+            .read(image)
         #expect(!digits.text.isEmpty)
         #expect(digits.text.allSatisfy { $0.isNumber || $0.isWhitespace })
         let all = try TextReader().read(image)
@@ -162,7 +196,12 @@ struct OCRRecognitionTests {
     @Test("Blank and tiny images give no text, not an error")
     func blank() throws {
         let reader = try TextReader()
-        let white = try ImageBuffer(width: 200, height: 80, format: .grey, pixels: [UInt8](repeating: 255, count: 16000))
+        let white = try ImageBuffer(
+            width: 200,
+            height: 80,
+            format: .grey,
+            pixels: [UInt8](repeating: 255, count: 16000)
+        )
         #expect(try reader.read(white).isEmpty)
         let tiny = try ImageBuffer(width: 1, height: 1, format: .grey, pixels: [0])
         #expect(try reader.read(tiny).isEmpty)
@@ -171,7 +210,13 @@ struct OCRRecognitionTests {
     @Test("Colour input is read through its grey view")
     func colour() throws {
         let png = try OCRFixtures.label("Colour 42", dpi: 200)
-        let rgb = try ImageBuffer(data: Fixtures.convert(png, to: "png24", options: ["-fill", "navy", "-opaque", "black"]))
+        let rgb = try ImageBuffer(
+            data: Fixtures.convert(
+                png,
+                to: "png24",
+                options: ["-fill", "navy", "-opaque", "black"]
+            )
+        )
         #expect(rgb.format != .grey)
         #expect(try TextReader().read(rgb).text == "Colour 42")
     }
@@ -179,15 +224,24 @@ struct OCRRecognitionTests {
     @Test("Concurrent reads reuse pooled engines and agree with serial reads")
     func concurrency() async throws {
         let reader = try TextReader()
-        let images = try (0..<6).map { try OCRFixtures.image("Order 88\($0)12 Qty \($0)", dpi: 150) }
+        let images = try (0..<6).map {
+            try OCRFixtures.image("Order 88\($0)12 Qty \($0)", dpi: 150)
+        }
         var results: [String] = []
-        for await text in ImageBatch.process(count: images.count, jobs: 2, { i in (try? reader.read(images[i]).text) ?? "" }) {
+        for await text in ImageBatch.process(
+            count: images.count,
+            jobs: 2,
+            { i in (try? reader.read(images[i]).text) ?? "" }
+        ) {
             results.append(text)
         }
         #expect(results == (0..<6).map { "Order 88\($0)12 Qty \($0)" })
         let key = TesseractPool.Key(tessdata: reader.tessdataPath, languages: "eng")
         #expect(TesseractPool.shared.idleCount(key) >= 1)
-        #expect(TesseractPool.shared.idleCount(key) <= max(2, ProcessInfo.processInfo.activeProcessorCount * 2))
+        #expect(
+            TesseractPool.shared.idleCount(key)
+                <= max(2, ProcessInfo.processInfo.activeProcessorCount * 2)
+        )
     }
 }
 
@@ -196,7 +250,8 @@ struct OCRValidatorTests {
     @Test(
         "GTIN check digits",
         arguments: [
-            ("4006381333931", true), ("4006381333932", false), ("96385074", true), ("96385075", false),
+            ("4006381333931", true), ("4006381333932", false), ("96385074", true),
+            ("96385075", false),
             ("036000291452", true), ("036000291453", false), ("10012345678902", true),
             ("12345", false), ("40063813339A1", false), ("", false),
         ]
@@ -220,9 +275,18 @@ struct OCRValidatorTests {
         var x = 0
         let recognized = words.map { w -> RecognizedWord in
             defer { x += w.count * 10 + 10 }
-            return RecognizedWord(text: w, confidence: 0.9, box: PixelRect(x: x, y: 0, width: w.count * 10, height: 12))
+            return RecognizedWord(
+                text: w,
+                confidence: 0.9,
+                box: PixelRect(x: x, y: 0, width: w.count * 10, height: 12)
+            )
         }
-        return RecognizedLine(text: words.joined(separator: " "), confidence: 0.9, box: PixelRect(x: 0, y: 0, width: x, height: 12), words: recognized)
+        return RecognizedLine(
+            text: words.joined(separator: " "),
+            confidence: 0.9,
+            box: PixelRect(x: 0, y: 0, width: x, height: 12),
+            words: recognized
+        )
     }
 
     @Test("Validators return only matching candidates, grouped digits joined, with the words' box")
@@ -231,7 +295,8 @@ struct OCRValidatorTests {
             line(["IMEI", "35-693803-564380-9"]), line(["EAN", "4006381", "333931"]),
             line(["IMEI", "490154203237519"]), line(["Lot", "AB-1234"]),
         ]
-        let matches = try TextMatcher(validators: [.imei, .gtin, .regex("[A-Z]{2}-[0-9]{4}")]).matches(in: lines)
+        let matches = try TextMatcher(validators: [.imei, .gtin, .regex("[A-Z]{2}-[0-9]{4}")])
+            .matches(in: lines)
         #expect(matches.map(\.validator) == ["imei", "gtin", "regex"])
         #expect(matches.map(\.text) == ["356938035643809", "4006381333931", "AB-1234"])
         #expect(matches[1].box == PixelRect(x: 40, y: 0, width: 140, height: 12))
@@ -239,7 +304,9 @@ struct OCRValidatorTests {
 
     @Test("An invalid regular expression is an invalid-options error")
     func badRegex() {
-        #expect(throws: OCRError.self) { try TextReader(options: OCRScanOptions(validators: [.regex("([a-z")])) }
+        #expect(throws: OCRError.self) {
+            try TextReader(options: OCRScanOptions(validators: [.regex("([a-z")]))
+        }
         do {
             _ = try TextReader(options: OCRScanOptions(validators: [.regex("([a-z")]))
         } catch {
@@ -264,7 +331,12 @@ struct OCROptionTests {
     @Test("A missing language is a typed error naming the language and where it looked")
     func missingLanguage() {
         do {
-            _ = try TextReader(options: OCRScanOptions(languages: ["eng", "xyz"], tessdataPath: "/nonexistent/tessdata"))
+            _ = try TextReader(
+                options: OCRScanOptions(
+                    languages: ["eng", "xyz"],
+                    tessdataPath: "/nonexistent/tessdata"
+                )
+            )
             Issue.record("expected an error")
         } catch {
             #expect(error.code == .missingLanguage)
@@ -274,11 +346,15 @@ struct OCROptionTests {
         }
     }
 
-    @Test("Malformed languages, empty regions and negative heights are invalid options", arguments: [
-        OCRScanOptions(languages: []), OCRScanOptions(languages: ["../eng"]), OCRScanOptions(languages: [""]),
-        OCRScanOptions(regionOfInterest: PixelRect(x: 0, y: 0, width: 0, height: 5)),
-        OCRScanOptions(minimumTextHeight: -1),
-    ])
+    @Test(
+        "Malformed languages, empty regions and negative heights are invalid options",
+        arguments: [
+            OCRScanOptions(languages: []), OCRScanOptions(languages: ["../eng"]),
+            OCRScanOptions(languages: [""]),
+            OCRScanOptions(regionOfInterest: PixelRect(x: 0, y: 0, width: 0, height: 5)),
+            OCRScanOptions(minimumTextHeight: -1),
+        ]
+    )
     func invalid(options: OCRScanOptions) {
         do {
             _ = try TextReader(options: options)
@@ -304,7 +380,11 @@ struct OCROptionTests {
 
     @Test("A region outside the image is a typed error for that input")
     func regionOutside() throws {
-        let reader = try TextReader(options: OCRScanOptions(regionOfInterest: PixelRect(x: 5000, y: 5000, width: 10, height: 10)))
+        let reader = try TextReader(
+            options: OCRScanOptions(
+                regionOfInterest: PixelRect(x: 5000, y: 5000, width: 10, height: 10)
+            )
+        )
         let image = try OCRFixtures.image("x", dpi: 150)
         do {
             _ = try reader.read(image, name: "label.png")
@@ -318,7 +398,9 @@ struct OCROptionTests {
     @Test("Options round-trip through JSON, validators included")
     func codable() throws {
         let options = OCRScanOptions(
-            level: .accurate, languages: ["eng", "deu"], characterWhitelist: "0123",
+            level: .accurate,
+            languages: ["eng", "deu"],
+            characterWhitelist: "0123",
             validators: [.gtin, .imei, .regex("^[A-Z]+$")]
         )
         let data = try JSONEncoder().encode(options)

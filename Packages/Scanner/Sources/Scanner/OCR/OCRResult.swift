@@ -64,7 +64,8 @@ public struct TextResult: Sendable, Hashable, Codable {
     public var deskewDegrees: Double
 
     /// Creates a result.
-    public init(lines: [RecognizedLine], matches: [TextMatch], scale: Double, deskewDegrees: Double) {
+    public init(lines: [RecognizedLine], matches: [TextMatch], scale: Double, deskewDegrees: Double)
+    {
         self.lines = lines
         self.matches = matches
         self.scale = scale

@@ -31,9 +31,11 @@ public enum TessdataLocator {
             throw OCRError(code: .invalidOptions, input: "options", message: "no language given")
         }
         for language in languages {
-            let valid = !language.isEmpty && language.allSatisfy {
-                $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-")
-            }
+            let valid =
+                !language.isEmpty
+                && language.allSatisfy {
+                    $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-")
+                }
             guard valid else {
                 throw OCRError(
                     code: .invalidOptions,

@@ -69,7 +69,11 @@ final class TesseractPool: Sendable {
 
     private func make(_ key: Key, input: String) throws(OCRError) -> TesseractEngine {
         guard let handle = TessBaseAPICreate() else {
-            throw OCRError(code: .engineFailed, input: input, message: "could not create a Tesseract engine")
+            throw OCRError(
+                code: .engineFailed,
+                input: input,
+                message: "could not create a Tesseract engine"
+            )
         }
         let engine = TesseractEngine(handle: handle)
         // Tesseract prints diagnostics to stderr; libraries never print.

@@ -162,7 +162,9 @@ extension TextPreprocess {
                         let fy = sy - Double(y0)
                         let top = pixel(x0, y0) * (1 - fx) + pixel(x0 + 1, y0) * fx
                         let bottom = pixel(x0, y0 + 1) * (1 - fx) + pixel(x0 + 1, y0 + 1) * fx
-                        o[y * w + x] = UInt8(max(0, min(255, (top * (1 - fy) + bottom * fy).rounded())))
+                        o[y * w + x] = UInt8(
+                            max(0, min(255, (top * (1 - fy) + bottom * fy).rounded()))
+                        )
                     }
                 }
             }

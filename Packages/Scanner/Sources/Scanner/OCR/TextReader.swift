@@ -17,14 +17,25 @@ public struct TextReader: Sendable {
     private let key: TesseractPool.Key
 
     /// Checks `options` (languages present, regular expressions valid) without loading a model.
-    public init(options: OCRScanOptions = .fast, logger: Logger = Logger(label: "shopfloor.scanner.ocr"))
+    public init(
+        options: OCRScanOptions = .fast,
+        logger: Logger = Logger(label: "shopfloor.scanner.ocr")
+    )
         throws(OCRError)
     {
         if options.minimumTextHeight < 0 {
-            throw OCRError(code: .invalidOptions, input: "options", message: "minimum text height is negative")
+            throw OCRError(
+                code: .invalidOptions,
+                input: "options",
+                message: "minimum text height is negative"
+            )
         }
         if let r = options.regionOfInterest, r.width <= 0 || r.height <= 0 {
-            throw OCRError(code: .invalidOptions, input: "options", message: "region of interest \(r) is empty")
+            throw OCRError(
+                code: .invalidOptions,
+                input: "options",
+                message: "region of interest \(r) is empty"
+            )
         }
         _ = try TextMatcher(validators: options.validators)
         self.options = options
@@ -56,7 +67,8 @@ public struct TextReader: Sendable {
                 throw OCRError(
                     code: .invalidOptions,
                     input: name,
-                    message: "region of interest \(region) is outside the \(image.width)×\(image.height) image"
+                    message:
+                        "region of interest \(region) is outside the \(image.width)×\(image.height) image"
                 )
             }
             grey = cropped
@@ -66,7 +78,11 @@ public struct TextReader: Sendable {
             return TextResult(lines: [], matches: [], scale: 1, deskewDegrees: 0)
         }
         // Work on a packed copy so stride == width.
-        if grey.stride != grey.width, let packed = grey.cropped(to: PixelRect(x: 0, y: 0, width: grey.width, height: grey.height)) {
+        if grey.stride != grey.width,
+            let packed = grey.cropped(
+                to: PixelRect(x: 0, y: 0, width: grey.width, height: grey.height)
+            )
+        {
             grey = packed
         }
 
@@ -84,8 +100,16 @@ public struct TextReader: Sendable {
         }
         var scale = 1.0
         if options.upscalesSmallText {
-            let lineHeight = TextPreprocess.medianLineHeight(mask: mask, width: grey.width, height: grey.height)
-            scale = TextPreprocess.upscaleFactor(lineHeight: lineHeight, width: work.width, height: work.height)
+            let lineHeight = TextPreprocess.medianLineHeight(
+                mask: mask,
+                width: grey.width,
+                height: grey.height
+            )
+            scale = TextPreprocess.upscaleFactor(
+                lineHeight: lineHeight,
+                width: work.width,
+                height: work.height
+            )
             if scale > 1 {
                 let (scaled, back) = GreyOps.scaled(work, by: scale)
                 work = scaled
@@ -151,11 +175,22 @@ public struct TextReader: Sendable {
         TessBaseAPISetPageSegMode(h, mode)
         _ = TessBaseAPISetVariable(h, "tessedit_char_whitelist", options.characterWhitelist ?? "")
         image.pixels.withUnsafeBufferPointer { p in
-            TessBaseAPISetImage(h, p.baseAddress, Int32(image.width), Int32(image.height), 1, Int32(image.stride))
+            TessBaseAPISetImage(
+                h,
+                p.baseAddress,
+                Int32(image.width),
+                Int32(image.height),
+                1,
+                Int32(image.stride)
+            )
         }
         TessBaseAPISetSourceResolution(h, 300)
         guard TessBaseAPIRecognize(h, nil) == 0 else {
-            throw OCRError(code: .engineFailed, input: name, message: "Tesseract could not recognise the image")
+            throw OCRError(
+                code: .engineFailed,
+                input: name,
+                message: "Tesseract could not recognise the image"
+            )
         }
         guard let iterator = TessBaseAPIGetIterator(h) else { return Pass(lines: []) }
         defer { TessResultIteratorDelete(iterator) }
@@ -193,10 +228,20 @@ public struct TextReader: Sendable {
             guard !text.isEmpty else { continue }
             let word = RecognizedWord(
                 text: text,
-                confidence: max(0, min(1, Double(TessResultIteratorConfidence(iterator, RIL_WORD)) / 100)),
+                confidence: max(
+                    0,
+                    min(1, Double(TessResultIteratorConfidence(iterator, RIL_WORD)) / 100)
+                ),
                 box: box(RIL_WORD)
             )
-            if current == nil { current = RecognizedLine(text: "", confidence: word.confidence, box: word.box, words: []) }
+            if current == nil {
+                current = RecognizedLine(
+                    text: "",
+                    confidence: word.confidence,
+                    box: word.box,
+                    words: []
+                )
+            }
             current?.words.append(word)
         } while TessResultIteratorNext(iterator, RIL_WORD) != 0
         finish()
@@ -213,13 +258,20 @@ public struct TextReader: Sendable {
         ].map(t.apply)
         let x0 = corners.map(\.x).min()!
         let y0 = corners.map(\.y).min()!
-        return PixelRect(x: x0, y: y0, width: corners.map(\.x).max()! - x0, height: corners.map(\.y).max()! - y0)
+        return PixelRect(
+            x: x0,
+            y: y0,
+            width: corners.map(\.x).max()! - x0,
+            height: corners.map(\.y).max()! - y0
+        )
     }
 
     private static func mapped(_ line: RecognizedLine, _ t: PointTransform) -> RecognizedLine {
         var copy = line
         copy.box = mapped(line.box, t)
-        copy.words = line.words.map { RecognizedWord(text: $0.text, confidence: $0.confidence, box: mapped($0.box, t)) }
+        copy.words = line.words.map {
+            RecognizedWord(text: $0.text, confidence: $0.confidence, box: mapped($0.box, t))
+        }
         return copy
     }
 }

@@ -66,7 +66,9 @@ struct TextMatcher {
                 if !text.isEmpty { text += " " }
                 let start = (text as NSString).length
                 text += word.text
-                ranges.append((NSRange(location: start, length: (word.text as NSString).length), word.box))
+                ranges.append(
+                    (NSRange(location: start, length: (word.text as NSString).length), word.box)
+                )
             }
             func box(_ r: NSRange) -> PixelRect {
                 let hit = ranges.filter { NSIntersectionRange($0.0, r).length > 0 }.map(\.1)
@@ -86,8 +88,11 @@ struct TextMatcher {
                         .filter { $0.range.length > 0 }
                         .map { (ns.substring(with: $0.range), $0.range) }
                 }
-                for (candidate, range) in found where seen.insert(validator.name + "\u{0}" + candidate).inserted {
-                    out.append(TextMatch(validator: validator.name, text: candidate, box: box(range)))
+                for (candidate, range) in found
+                where seen.insert(validator.name + "\u{0}" + candidate).inserted {
+                    out.append(
+                        TextMatch(validator: validator.name, text: candidate, box: box(range))
+                    )
                 }
             }
         }
@@ -116,7 +121,9 @@ struct TextMatcher {
                     digits.unicodeScalars.append(UnicodeScalar(chars[i])!)
                     group.unicodeScalars.append(UnicodeScalar(chars[i])!)
                     i += 1
-                } else if (chars[i] == 32 || chars[i] == 45), i + 1 < chars.count, isDigit(chars[i + 1]) {
+                } else if (chars[i] == 32 || chars[i] == 45), i + 1 < chars.count,
+                    isDigit(chars[i + 1])
+                {
                     groups.append((group, NSRange(location: groupStart, length: i - groupStart)))
                     group = ""
                     i += 1
