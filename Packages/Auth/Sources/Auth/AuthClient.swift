@@ -1,9 +1,10 @@
 public import Foundation
-#if canImport(FoundationNetworking)
-public import FoundationNetworking
-#endif
 public import Logging
 internal import Synchronization
+
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
 
 /// What a successful sign-in tells the app (no secrets).
 public struct SignInResult: Sendable, Equatable {
@@ -55,8 +56,11 @@ public final class AuthClient: Sendable {
     ///   - logger: request outcomes at `debug`, refreshes and redirects at `info`/`notice`;
     ///     never a token, key, password or signature.
     public init(
-        configuration: AuthClientConfiguration, store: TokenStore,
-        sessionConfiguration: URLSessionConfiguration = .ephemeral, clock: any AuthClock = SystemClock(), logger: Logger
+        configuration: AuthClientConfiguration,
+        store: TokenStore,
+        sessionConfiguration: URLSessionConfiguration = .ephemeral,
+        clock: any AuthClock = SystemClock(),
+        logger: Logger
     ) {
         self.configuration = configuration
         self.store = store
@@ -75,7 +79,8 @@ public final class AuthClient: Sendable {
 
     /// A URL on the server (`path` may include a query).
     public func url(_ path: String) -> URL {
-        URL(string: path, relativeTo: configuration.serverURL)?.absoluteURL ?? configuration.serverURL
+        URL(string: path, relativeTo: configuration.serverURL)?.absoluteURL
+            ?? configuration.serverURL
     }
 
     /// Whether credentials are stored (not whether the server still accepts them).
@@ -87,15 +92,26 @@ public final class AuthClient: Sendable {
     /// - Throws: ``AuthError`` `invalidCredentials` (400/401 from the server),
     ///   `invalidResponse`, `transport`, `deadlineExceeded`, `cancelled`, `tokenStore`.
     @discardableResult
-    public func signIn(username: String, password: String, deadline: Duration? = nil) async throws(AuthError) -> SignInResult {
+    public func signIn(username: String, password: String, deadline: Duration? = nil)
+        async throws(AuthError) -> SignInResult
+    {
         let end = ContinuousClock.now + (deadline ?? configuration.deadline)
-        let body = FormEncoding.encode([("grant_type", "password"), ("username", username), ("password", password)])
+        let body = FormEncoding.encode([
+            ("grant_type", "password"), ("username", username), ("password", password),
+        ])
         let tokens = try await postToken(body: body, deadline: end, refusal: .invalidCredentials)
         let stored = try credentials(from: tokens, username: username)
         try store.save(stored)
         await cache.adopt(try active(stored))
-        logger.info("signed in", metadata: ["user": "\(username)", "keyid": "\(stored.signingKeyID)"])
-        return SignInResult(username: username, signingKeyID: stored.signingKeyID, expiresAt: stored.expiresAt)
+        logger.info(
+            "signed in",
+            metadata: ["user": "\(username)", "keyid": "\(stored.signingKeyID)"]
+        )
+        return SignInResult(
+            username: username,
+            signingKeyID: stored.signingKeyID,
+            expiresAt: stored.expiresAt
+        )
     }
 
     /// Revokes the session on the server and removes the token file, signing out every
@@ -107,15 +123,25 @@ public final class AuthClient: Sendable {
         var request = URLRequest(url: url(configuration.revokePath))
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.httpBody = FormEncoding.encode([("token", stored.refreshToken), ("token_type_hint", "refresh_token")])
+        request.httpBody = FormEncoding.encode([
+            ("token", stored.refreshToken), ("token_type_hint", "refresh_token"),
+        ])
         var failure: AuthError?
         do {
             let active = try active(stored)
             sign(&request, with: active)
-            let (_, response) = try await transport.send(request, deadline: end, redirect: redirectRule(active))
+            let (_, response) = try await transport.send(
+                request,
+                deadline: end,
+                redirect: redirectRule(active)
+            )
             learnSkew(from: response)
             if !(200..<300).contains(response.statusCode) {
-                failure = AuthError(.invalidResponse, "the server answered \(response.statusCode) to sign-out", status: response.statusCode)
+                failure = AuthError(
+                    .invalidResponse,
+                    "the server answered \(response.statusCode) to sign-out",
+                    status: response.statusCode
+                )
             }
         } catch {
             failure = error
@@ -135,9 +161,13 @@ public final class AuthClient: Sendable {
     ///   - deadline: the whole call's deadline (default ``AuthClientConfiguration/deadline``).
     /// - Throws: ``AuthError``: `signInRequired` (no credentials, refresh refused or failing),
     ///   `deadlineExceeded`, `cancelled`, `transport`, `invalidRequest`, `tokenStore`.
-    public func send(_ request: URLRequest, deadline: Duration? = nil) async throws(AuthError) -> (Data, HTTPURLResponse) {
+    public func send(_ request: URLRequest, deadline: Duration? = nil) async throws(AuthError) -> (
+        Data, HTTPURLResponse
+    ) {
         let end = ContinuousClock.now + (deadline ?? configuration.deadline)
-        guard let target = request.url, let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        guard let target = request.url, let scheme = target.scheme?.lowercased(),
+            scheme == "http" || scheme == "https"
+        else {
             throw AuthError(.invalidRequest, "request URL must be an absolute http or https URL")
         }
         let path = target.path
@@ -157,22 +187,39 @@ public final class AuthClient: Sendable {
             let data: Data
             let response: HTTPURLResponse
             do {
-                (data, response) = try await transport.send(signed, deadline: end, redirect: redirectRule(active))
-            } catch where error.code == .transport && retryable && attempt < policy.maxAttempts {
+                (data, response) = try await transport.send(
+                    signed,
+                    deadline: end,
+                    redirect: redirectRule(active)
+                )
+            } catch  where error.code == .transport && retryable && attempt < policy.maxAttempts {
                 let wait = policy.backoff(retry: attempt, using: &generator)
                 guard ContinuousClock.now + wait < end else { throw error }
-                logger.debug("retrying after a connection failure", metadata: ["path": "\(path)", "attempt": "\(attempt)"])
+                logger.debug(
+                    "retrying after a connection failure",
+                    metadata: ["path": "\(path)", "attempt": "\(attempt)"]
+                )
                 try await pause(wait, path: path)
                 continue
             }
             learnSkew(from: response)
             let status = response.statusCode
-            logger.debug("response", metadata: ["method": "\(method)", "path": "\(path)", "status": "\(status)", "attempt": "\(attempt)"])
+            logger.debug(
+                "response",
+                metadata: [
+                    "method": "\(method)", "path": "\(path)", "status": "\(status)",
+                    "attempt": "\(attempt)",
+                ]
+            )
             if status == 401 {
                 let type = Self.problemType(data)
                 if type == AuthProblemType.invalidToken {
                     guard !refreshedAfter401 else {
-                        throw AuthError(.signInRequired, "sign-in required: the server refused a freshly refreshed token", status: 401)
+                        throw AuthError(
+                            .signInRequired,
+                            "sign-in required: the server refused a freshly refreshed token",
+                            status: 401
+                        )
                     }
                     refreshedAfter401 = true
                     _ = try await refresh(replacing: active.credentials, deadline: end)
@@ -180,19 +227,32 @@ public final class AuthClient: Sendable {
                 }
                 if type == AuthProblemType.signatureOutsideWindow, !resynced {
                     resynced = true
-                    logger.notice("signature outside the server's window; retrying with the learned clock skew", metadata: ["skewSeconds": "\(Int(clockSkew))"])
+                    logger.notice(
+                        "signature outside the server's window; retrying with the learned clock skew",
+                        metadata: ["skewSeconds": "\(Int(clockSkew))"]
+                    )
                     continue
                 }
                 return (data, response)
             }
             if [429, 502, 503, 504].contains(status), retryable, attempt < policy.maxAttempts {
                 var wait = policy.backoff(retry: attempt, using: &generator)
-                if status == 429 || status == 503, let header = Self.header("Retry-After", in: response) {
-                    guard let retryAfter = retryAfter(header), retryAfter <= policy.maxDelay else { return (data, response) }
+                if status == 429 || status == 503,
+                    let header = Self.header("Retry-After", in: response)
+                {
+                    guard let retryAfter = retryAfter(header), retryAfter <= policy.maxDelay else {
+                        return (data, response)
+                    }
                     wait = retryAfter
                 }
                 guard ContinuousClock.now + wait < end else { return (data, response) }
-                logger.debug("retrying", metadata: ["path": "\(path)", "status": "\(status)", "waitMs": "\(Int(wait.timeInterval * 1000))"])
+                logger.debug(
+                    "retrying",
+                    metadata: [
+                        "path": "\(path)", "status": "\(status)",
+                        "waitMs": "\(Int(wait.timeInterval * 1000))",
+                    ]
+                )
                 try await pause(wait, path: path)
                 continue
             }
@@ -202,13 +262,19 @@ public final class AuthClient: Sendable {
 
     // MARK: Credentials and refresh
 
-    private func validCredentials(deadline: ContinuousClock.Instant) async throws(AuthError) -> ActiveCredentials {
+    private func validCredentials(deadline: ContinuousClock.Instant) async throws(AuthError)
+        -> ActiveCredentials
+    {
         let active = try await cache.current()
-        if !active.credentials.needsRefresh(now: clock.now(), margin: configuration.refreshMargin) { return active }
+        if !active.credentials.needsRefresh(now: clock.now(), margin: configuration.refreshMargin) {
+            return active
+        }
         return try await refresh(replacing: active.credentials, deadline: deadline)
     }
 
-    private func refresh(replacing stale: StoredCredentials, deadline: ContinuousClock.Instant) async throws(AuthError) -> ActiveCredentials {
+    private func refresh(replacing stale: StoredCredentials, deadline: ContinuousClock.Instant)
+        async throws(AuthError) -> ActiveCredentials
+    {
         let task = try await cache.refreshTask(replacing: stale) { [self] stale throws(AuthError) in
             try await refreshAcrossProcesses(stale: stale)
         }
@@ -218,7 +284,9 @@ public final class AuthClient: Sendable {
     /// One refresh for all processes sharing the token file: whoever holds the lease
     /// refreshes; the others wait for the file to change. After taking the lease the file is
     /// read again, so a refresh another process just finished is used, not repeated.
-    private func refreshAcrossProcesses(stale: StoredCredentials) async throws(AuthError) -> ActiveCredentials {
+    private func refreshAcrossProcesses(stale: StoredCredentials) async throws(AuthError)
+        -> ActiveCredentials
+    {
         let leaseDuration = configuration.refreshDeadline.timeInterval
         let end = ContinuousClock.now + configuration.refreshDeadline
         while true {
@@ -229,15 +297,27 @@ public final class AuthClient: Sendable {
                 guard let current = try store.load() else {
                     throw AuthError(.signInRequired, "not signed in: the token file was removed")
                 }
-                logger.info("refreshing the access token", metadata: ["keyid": "\(current.signingKeyID)"])
-                let body = FormEncoding.encode([("grant_type", "refresh_token"), ("refresh_token", current.refreshToken)])
-                let tokens = try await postToken(body: body, deadline: end, refusal: .signInRequired)
+                logger.info(
+                    "refreshing the access token",
+                    metadata: ["keyid": "\(current.signingKeyID)"]
+                )
+                let body = FormEncoding.encode([
+                    ("grant_type", "refresh_token"), ("refresh_token", current.refreshToken),
+                ])
+                let tokens = try await postToken(
+                    body: body,
+                    deadline: end,
+                    refusal: .signInRequired
+                )
                 let stored = try credentials(from: tokens, username: current.username)
                 try store.save(stored)
                 return try active(stored)
             }
             guard ContinuousClock.now < end else {
-                throw AuthError(.deadlineExceeded, "token refresh did not finish in time (another process holds the refresh lease)")
+                throw AuthError(
+                    .deadlineExceeded,
+                    "token refresh did not finish in time (another process holds the refresh lease)"
+                )
             }
             do {
                 try await Task.sleep(for: .milliseconds(20))
@@ -248,7 +328,9 @@ public final class AuthClient: Sendable {
     }
 
     /// The file's credentials if someone already replaced `stale` with usable ones.
-    private func freshCredentials(replacing stale: StoredCredentials) throws(AuthError) -> ActiveCredentials? {
+    private func freshCredentials(replacing stale: StoredCredentials) throws(AuthError)
+        -> ActiveCredentials?
+    {
         guard let current = try store.load() else {
             throw AuthError(.signInRequired, "not signed in: the token file was removed")
         }
@@ -258,45 +340,74 @@ public final class AuthClient: Sendable {
         return try active(current)
     }
 
-    private func postToken(body: Data, deadline: ContinuousClock.Instant, refusal: AuthError.Code) async throws(AuthError) -> TokenResponse {
+    private func postToken(body: Data, deadline: ContinuousClock.Instant, refusal: AuthError.Code)
+        async throws(AuthError) -> TokenResponse
+    {
         var request = URLRequest(url: url(configuration.tokenPath))
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.httpBody = body
-        let (data, response) = try await transport.send(request, deadline: deadline) { original, new in
+        let (data, response) = try await transport.send(request, deadline: deadline) {
+            original,
+            new in
             // The token endpoint is never followed to another origin: the body holds secrets.
             Origin.same(original.url, new.url) ? new : nil
         }
         learnSkew(from: response)
         switch response.statusCode {
         case 200:
-            guard let tokens = try? JSONDecoder().decode(TokenResponse.self, from: data), !tokens.accessToken.isEmpty else {
-                throw AuthError(.invalidResponse, "the token endpoint answered 200 with a body that is not a token response")
+            guard let tokens = try? JSONDecoder().decode(TokenResponse.self, from: data),
+                !tokens.accessToken.isEmpty
+            else {
+                throw AuthError(
+                    .invalidResponse,
+                    "the token endpoint answered 200 with a body that is not a token response"
+                )
             }
             return tokens
         case 400, 401:
-            let message = refusal == .invalidCredentials
-                ? "the server refused the user name or password" : "sign-in required: the server refused the refresh token"
+            let message =
+                refusal == .invalidCredentials
+                ? "the server refused the user name or password"
+                : "sign-in required: the server refused the refresh token"
             throw AuthError(refusal, message, status: response.statusCode)
         default:
-            throw AuthError(.invalidResponse, "the token endpoint answered \(response.statusCode)", status: response.statusCode)
+            throw AuthError(
+                .invalidResponse,
+                "the token endpoint answered \(response.statusCode)",
+                status: response.statusCode
+            )
         }
     }
 
-    private func credentials(from tokens: TokenResponse, username: String?) throws(AuthError) -> StoredCredentials {
+    private func credentials(from tokens: TokenResponse, username: String?) throws(AuthError)
+        -> StoredCredentials
+    {
         guard tokens.tokenType.lowercased() == "bearer", tokens.expiresIn > 0 else {
-            throw AuthError(.invalidResponse, "the token endpoint answered an unsupported token type or lifetime")
+            throw AuthError(
+                .invalidResponse,
+                "the token endpoint answered an unsupported token type or lifetime"
+            )
         }
         return StoredCredentials(
-            accessToken: tokens.accessToken, refreshToken: tokens.refreshToken,
-            expiresAt: clock.now() + TimeInterval(tokens.expiresIn), signingKeyID: tokens.signingKeyID,
-            signingKey: tokens.signingKey, serverURL: configuration.serverURL.absoluteString, username: username,
-            lifetime: TimeInterval(tokens.expiresIn))
+            accessToken: tokens.accessToken,
+            refreshToken: tokens.refreshToken,
+            expiresAt: clock.now() + TimeInterval(tokens.expiresIn),
+            signingKeyID: tokens.signingKeyID,
+            signingKey: tokens.signingKey,
+            serverURL: configuration.serverURL.absoluteString,
+            username: username,
+            lifetime: TimeInterval(tokens.expiresIn)
+        )
     }
 
     private func active(_ stored: StoredCredentials) throws(AuthError) -> ActiveCredentials {
-        ActiveCredentials(credentials: stored, signer: RequestSigner(key: try stored.makeSigningKey()), stamp: store.stamp())
+        ActiveCredentials(
+            credentials: stored,
+            signer: RequestSigner(key: try stored.makeSigningKey()),
+            stamp: store.stamp()
+        )
     }
 
     // MARK: Signing, skew, redirects
@@ -306,7 +417,10 @@ public final class AuthClient: Sendable {
     }
 
     private func sign(_ request: inout URLRequest, with active: ActiveCredentials) {
-        request.setValue("Bearer " + active.credentials.accessToken, forHTTPHeaderField: "Authorization")
+        request.setValue(
+            "Bearer " + active.credentials.accessToken,
+            forHTTPHeaderField: "Authorization"
+        )
         active.signer.sign(&request, created: createdNow())
     }
 
@@ -316,19 +430,26 @@ public final class AuthClient: Sendable {
             if Origin.same(original.url, new.url) {
                 sign(&new, with: active)  // the target URI is signed: sign the new one
             } else {
-                for name in ["Authorization", "Signature", "Signature-Input", "Content-Digest", "Cookie"] {
+                for name in [
+                    "Authorization", "Signature", "Signature-Input", "Content-Digest", "Cookie",
+                ] {
                     new.setValue(nil, forHTTPHeaderField: name)
                 }
                 logger.notice(
                     "cross-origin redirect: credentials and signature dropped",
-                    metadata: ["from": "\(Origin.of(original.url) ?? "?")", "to": "\(Origin.of(new.url) ?? "?")"])
+                    metadata: [
+                        "from": "\(Origin.of(original.url) ?? "?")",
+                        "to": "\(Origin.of(new.url) ?? "?")",
+                    ]
+                )
             }
             return new
         }
     }
 
     private func learnSkew(from response: HTTPURLResponse) {
-        guard let text = Self.header("Date", in: response), let serverDate = HTTPDate.parse(text) else { return }
+        guard let text = Self.header("Date", in: response), let serverDate = HTTPDate.parse(text)
+        else { return }
         // Date has whole seconds (truncated), so the server's time is half a second later on average.
         let observed = serverDate.timeIntervalSince1970 + 0.5 - clock.now().timeIntervalSince1970
         let changed = skew.withLock { skew in
@@ -336,7 +457,12 @@ public final class AuthClient: Sendable {
             skew = observed
             return true
         }
-        if changed { logger.info("clock skew learned from the server", metadata: ["skewSeconds": "\(Int(observed.rounded()))"]) }
+        if changed {
+            logger.info(
+                "clock skew learned from the server",
+                metadata: ["skewSeconds": "\(Int(observed.rounded()))"]
+            )
+        }
     }
 
     private func retryAfter(_ value: String) -> Duration? {
@@ -357,7 +483,9 @@ public final class AuthClient: Sendable {
 
     static func header(_ name: String, in response: HTTPURLResponse) -> String? {
         for (key, value) in response.allHeaderFields {
-            if let key = key as? String, key.caseInsensitiveCompare(name) == .orderedSame { return value as? String }
+            if let key = key as? String, key.caseInsensitiveCompare(name) == .orderedSame {
+                return value as? String
+            }
         }
         return nil
     }

@@ -1,4 +1,4 @@
-public import Foundation
+internal import Foundation
 
 /// An error from the Auth client or server pieces.
 ///
@@ -38,13 +38,19 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
     public var cause: (any Error & Sendable)?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, status: Int? = nil, cause: (any Error & Sendable)? = nil) {
+    public init(
+        _ code: Code,
+        _ message: String,
+        status: Int? = nil,
+        cause: (any Error & Sendable)? = nil
+    ) {
         self.code = code
         self.message = message
         self.status = status
         self.cause = cause
     }
 
+    /// A description without secrets.
     public var description: String {
         if let cause { return "\(message) (\(cause))" }
         return message

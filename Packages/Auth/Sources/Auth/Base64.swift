@@ -1,6 +1,8 @@
 /// Allocation-light base64 (RFC 4648 §4, padded) used on the signing hot path.
 enum Base64 {
-    static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    static let alphabet: [UInt8] = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8
+    )
 
     /// Appends the base64 of `bytes` to `out`.
     @inline(__always)
@@ -9,7 +11,9 @@ enum Base64 {
             var index = 0
             let count = bytes.count
             while index + 3 <= count {
-                let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                let value =
+                    UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+                    | UInt32(bytes[index + 2])
                 out.append(table[Int(value >> 18 & 63)])
                 out.append(table[Int(value >> 12 & 63)])
                 out.append(table[Int(value >> 6 & 63)])
@@ -51,8 +55,10 @@ enum Base64 {
             let value: UInt32
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = UInt32(byte - UInt8(ascii: "A"))
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = UInt32(byte - UInt8(ascii: "a")) + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(byte - UInt8(ascii: "0")) + 52
+            case UInt8(ascii: "a")...UInt8(ascii: "z"):
+                value = UInt32(byte - UInt8(ascii: "a")) + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                value = UInt32(byte - UInt8(ascii: "0")) + 52
             case UInt8(ascii: "+"), UInt8(ascii: "-"): value = 62
             case UInt8(ascii: "/"), UInt8(ascii: "_"): value = 63
             case UInt8(ascii: "="): sawPadding = true; continue
@@ -90,7 +96,9 @@ struct OutputBuffer {
         text.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
-    @inline(__always) mutating func append(contentsOf other: [UInt8]) { bytes.append(contentsOf: other) }
+    @inline(__always) mutating func append(contentsOf other: [UInt8]) {
+        bytes.append(contentsOf: other)
+    }
 
     /// Appends a non-negative or negative integer in decimal.
     mutating func append(decimal value: Int64) {
@@ -103,9 +111,12 @@ struct OutputBuffer {
     }
 
     mutating func append(unsignedDecimal value: UInt64) {
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                      UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var digits:
+            (
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+            ) =
+                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         var count = 0
         var rest = value
         withUnsafeMutableBytes(of: &digits) { buffer in

@@ -1,6 +1,7 @@
 public import Foundation
+
 #if canImport(FoundationNetworking)
-public import FoundationNetworking
+    internal import FoundationNetworking
 #endif
 
 /// The wall clock the client signs with and judges expiry by (injected in tests).
@@ -13,6 +14,7 @@ public protocol AuthClock: Sendable {
 public struct SystemClock: AuthClock {
     /// Creates the system clock.
     public init() {}
+    /// The current system time.
     public func now() -> Date { Date() }
 }
 
@@ -32,7 +34,11 @@ public struct RetryPolicy: Sendable {
     public var maxDelay: Duration
 
     /// Creates a policy.
-    public init(maxAttempts: Int = 4, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(10)) {
+    public init(
+        maxAttempts: Int = 4,
+        baseDelay: Duration = .milliseconds(200),
+        maxDelay: Duration = .seconds(10)
+    ) {
         self.maxAttempts = max(1, maxAttempts)
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
@@ -43,8 +49,10 @@ public struct RetryPolicy: Sendable {
 
     /// The full-jitter backoff before retry number `retry` (1-based).
     public func backoff(retry: Int, using generator: inout some RandomNumberGenerator) -> Duration {
-        let base = Double(baseDelay.components.seconds) + Double(baseDelay.components.attoseconds) / 1e18
-        let cap = Double(maxDelay.components.seconds) + Double(maxDelay.components.attoseconds) / 1e18
+        let base =
+            Double(baseDelay.components.seconds) + Double(baseDelay.components.attoseconds) / 1e18
+        let cap =
+            Double(maxDelay.components.seconds) + Double(maxDelay.components.attoseconds) / 1e18
         let ceiling = min(cap, base * pow(2, Double(min(retry - 1, 30))))
         return .seconds(Double.random(in: 0...max(0, ceiling), using: &generator))
     }
@@ -79,9 +87,14 @@ public struct AuthClientConfiguration: Sendable {
     /// Creates a configuration with the suite's defaults (30 s deadline, 60 s margin, 10 s
     /// refresh deadline, 3 refresh failures).
     public init(
-        serverURL: URL, deadline: Duration = .seconds(30), refreshMargin: TimeInterval = 60,
-        refreshDeadline: Duration = .seconds(10), maxRefreshFailures: Int = 3, retry: RetryPolicy = RetryPolicy(),
-        tokenPath: String = "/v1/auth/token", revokePath: String = "/v1/auth/revoke"
+        serverURL: URL,
+        deadline: Duration = .seconds(30),
+        refreshMargin: TimeInterval = 60,
+        refreshDeadline: Duration = .seconds(10),
+        maxRefreshFailures: Int = 3,
+        retry: RetryPolicy = RetryPolicy(),
+        tokenPath: String = "/v1/auth/token",
+        revokePath: String = "/v1/auth/revoke"
     ) {
         self.serverURL = serverURL
         self.deadline = deadline

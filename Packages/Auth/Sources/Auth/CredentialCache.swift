@@ -31,9 +31,16 @@ actor CredentialCache {
         if let cached, let stamp, cached.stamp == stamp { return cached }
         guard stamp != nil, let stored = try store.load() else {
             cached = nil
-            throw AuthError(.signInRequired, "not signed in: no token file in \(store.directory.path)")
+            throw AuthError(
+                .signInRequired,
+                "not signed in: no token file in \(store.directory.path)"
+            )
         }
-        let active = ActiveCredentials(credentials: stored, signer: RequestSigner(key: try stored.makeSigningKey()), stamp: stamp)
+        let active = ActiveCredentials(
+            credentials: stored,
+            signer: RequestSigner(key: try stored.makeSigningKey()),
+            stamp: stamp
+        )
         cached = active
         return active
     }
@@ -49,13 +56,16 @@ actor CredentialCache {
 
     /// Starts (or joins) the refresh that replaces `stale`; returns the task to await.
     func refreshTask(
-        replacing stale: StoredCredentials, work: @escaping @Sendable (StoredCredentials) async throws(AuthError) -> ActiveCredentials
+        replacing stale: StoredCredentials,
+        work: @escaping @Sendable (StoredCredentials) async throws(AuthError) -> ActiveCredentials
     ) throws(AuthError) -> Task<ActiveCredentials, any Error> {
         if let inFlight { return inFlight }
         if failures >= maxFailures {
             if failedRefreshToken == stale.refreshToken {
                 throw AuthError(
-                    .signInRequired, "sign-in required: the last \(failures) token refreshes failed; sign in again")
+                    .signInRequired,
+                    "sign-in required: the last \(failures) token refreshes failed; sign in again"
+                )
             }
             failures = 0
         }
@@ -87,20 +97,29 @@ actor CredentialCache {
             guard failures >= maxFailures, error.code != .signInRequired else { return result }
             return .failure(
                 AuthError(
-                    .signInRequired, "sign-in required: \(failures) token refreshes failed in a row (last: \(error.message))",
-                    status: error.status, cause: error))
+                    .signInRequired,
+                    "sign-in required: \(failures) token refreshes failed in a row (last: \(error.message))",
+                    status: error.status,
+                    cause: error
+                )
+            )
         }
     }
 }
 
 /// Waits for a task's value, but no later than a deadline and no longer than the caller
 /// wants (cancellation); the task itself keeps running for its other waiters.
-func awaitValue<T: Sendable>(of task: Task<T, any Error>, until deadline: ContinuousClock.Instant, what: String)
+func awaitValue<T: Sendable>(
+    of task: Task<T, any Error>,
+    until deadline: ContinuousClock.Instant,
+    what: String
+)
     async throws(AuthError) -> T
 {
     let box = OneShot<Result<T, AuthError>>()
     let result = await withTaskCancellationHandler {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, AuthError>, Never>) in
+        await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<T, AuthError>, Never>) in
             guard box.install(continuation) else { return }
             let waiter = Task {
                 do {
@@ -108,14 +127,33 @@ func awaitValue<T: Sendable>(of task: Task<T, any Error>, until deadline: Contin
                 } catch let error as AuthError {
                     box.finish(.failure(error))
                 } catch {
-                    box.finish(.failure(AuthError(.invalidResponse, "\(what) failed", cause: TransportFailure(domain: "\(type(of: error))", code: 0))))
+                    box.finish(
+                        .failure(
+                            AuthError(
+                                .invalidResponse,
+                                "\(what) failed",
+                                cause: TransportFailure(domain: "\(type(of: error))", code: 0)
+                            )
+                        )
+                    )
                 }
             }
             let timer = Task {
                 try? await Task.sleep(until: deadline, clock: .continuous)
-                if !Task.isCancelled { box.finish(.failure(AuthError(.deadlineExceeded, "\(what) did not finish before the deadline"))) }
+                if !Task.isCancelled {
+                    box.finish(
+                        .failure(
+                            AuthError(
+                                .deadlineExceeded,
+                                "\(what) did not finish before the deadline"
+                            )
+                        )
+                    )
+                }
             }
-            box.onFinish { waiter.cancel(); timer.cancel() }
+            box.onFinish {
+                waiter.cancel(); timer.cancel()
+            }
         }
     } onCancel: {
         box.finish(.failure(AuthError(.cancelled, "\(what) was cancelled")))
@@ -152,12 +190,13 @@ final class OneShot<Value: Sendable>: Sendable {
     }
 
     func finish(_ value: Value) {
-        let (continuation, cleanup): (CheckedContinuation<Value, Never>?, (@Sendable () -> Void)?) = state.withLock { state in
-            guard state.value == nil else { return (nil, nil) }
-            state.value = value
-            defer { state.continuation = nil; state.cleanup = nil }
-            return (state.continuation, state.cleanup)
-        }
+        let (continuation, cleanup): (CheckedContinuation<Value, Never>?, (@Sendable () -> Void)?) =
+            state.withLock { state in
+                guard state.value == nil else { return (nil, nil) }
+                state.value = value
+                defer { state.continuation = nil; state.cleanup = nil }
+                return (state.continuation, state.cleanup)
+            }
         cleanup?()
         continuation?.resume(returning: value)
     }

@@ -3,7 +3,9 @@ public import Foundation
 /// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 §5.6.7) without `DateFormatter`.
 public enum HTTPDate {
     private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
 
     /// Formats a time (whole seconds) as IMF-fixdate.
     public static func format(_ date: Date) -> String {
@@ -13,7 +15,8 @@ public enum HTTPDate {
         let (year, month, dayOfMonth) = civil(fromDays: day)
         let weekday = days[Int(((day % 7) + 7) % 7)]
         func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(weekday), \(two(dayOfMonth)) \(months[Int(month - 1)]) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
+        return
+            "\(weekday), \(two(dayOfMonth)) \(months[Int(month - 1)]) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
     }
 
     /// Parses IMF-fixdate; `nil` for anything else.
@@ -25,11 +28,14 @@ public enum HTTPDate {
             let year = Int64(parts[3]), (1970...9999).contains(year)
         else { return nil }
         let time = parts[4].split(separator: ":")
-        guard time.count == 3, let hour = Int64(time[0]), let minute = Int64(time[1]), let second = Int64(time[2]),
+        guard time.count == 3, let hour = Int64(time[0]), let minute = Int64(time[1]),
+            let second = Int64(time[2]),
             (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
         else { return nil }
         let days = daysFromCivil(year: year, month: Int64(monthIndex + 1), day: day)
-        return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second))
+        return Date(
+            timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second)
+        )
     }
 
     // Howard Hinnant's civil-date algorithms.

@@ -1,8 +1,9 @@
-public import Foundation
-#if canImport(FoundationNetworking)
-public import FoundationNetworking
-#endif
+internal import Foundation
 internal import Synchronization
+
+#if canImport(FoundationNetworking)
+    internal import FoundationNetworking
+#endif
 
 /// Runs URLSession data tasks with an overall deadline, task cancellation, and a redirect
 /// hook per task. Linux URLSession only enforces idle timeouts, so the deadline is ours: at
@@ -19,27 +20,50 @@ final class HTTPTransport: Sendable {
         self.delegate = delegate
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
+        self.session = URLSession(
+            configuration: configuration,
+            delegate: delegate,
+            delegateQueue: queue
+        )
     }
 
     deinit { session.invalidateAndCancel() }
 
     /// Sends one request; HTTP error statuses are results, not errors.
-    func send(_ request: URLRequest, deadline: ContinuousClock.Instant, redirect: @escaping RedirectRule)
+    func send(
+        _ request: URLRequest,
+        deadline: ContinuousClock.Instant,
+        redirect: @escaping RedirectRule
+    )
         async throws(AuthError) -> (Data, HTTPURLResponse)
     {
         let call = CallState()
         let path = request.url?.path ?? "?"
         let result: Result<(Data, HTTPURLResponse), AuthError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<(Data, HTTPURLResponse), AuthError>, Never>) in
+            await withCheckedContinuation {
+                (
+                    continuation: CheckedContinuation<
+                        Result<(Data, HTTPURLResponse), AuthError>, Never
+                    >
+                ) in
                 guard call.install(continuation) else { return }  // cancelled before start
                 let task = session.dataTask(with: request)
-                delegate.register(task.taskIdentifier, TaskRecord(call: call, original: request, redirect: redirect))
+                delegate.register(
+                    task.taskIdentifier,
+                    TaskRecord(call: call, original: request, redirect: redirect)
+                )
                 call.setTask(task)
                 let timer = Task {
                     try? await Task.sleep(until: deadline, clock: .continuous)
                     if Task.isCancelled { return }
-                    call.finish(.failure(AuthError(.deadlineExceeded, "request to \(path) did not finish before its deadline")))
+                    call.finish(
+                        .failure(
+                            AuthError(
+                                .deadlineExceeded,
+                                "request to \(path) did not finish before its deadline"
+                            )
+                        )
+                    )
                 }
                 call.setTimer(timer)
                 task.resume()
@@ -102,7 +126,15 @@ final class CallState: Sendable {
         if let error {
             let nsError = error as NSError
             let message = "request to \(path) failed: \(nsError.localizedDescription)"
-            finish(.failure(AuthError(.transport, message, cause: TransportFailure(domain: nsError.domain, code: nsError.code))))
+            finish(
+                .failure(
+                    AuthError(
+                        .transport,
+                        message,
+                        cause: TransportFailure(domain: nsError.domain, code: nsError.code)
+                    )
+                )
+            )
             return
         }
         guard let http = response as? HTTPURLResponse else {
@@ -114,15 +146,16 @@ final class CallState: Sendable {
     }
 
     func finish(_ outcome: Outcome) {
-        let (continuation, task, timer): (CheckedContinuation<Outcome, Never>?, URLSessionTask?, Task<Void, Never>?) =
-            state.withLock { state in
-                guard !state.finished else { return (nil, nil, nil) }
-                state.finished = true
-                state.pending = outcome
-                let continuation = state.continuation
-                state.continuation = nil
-                return (continuation, state.task, state.timer)
-            }
+        let (continuation, task, timer):
+            (CheckedContinuation<Outcome, Never>?, URLSessionTask?, Task<Void, Never>?) =
+                state.withLock { state in
+                    guard !state.finished else { return (nil, nil, nil) }
+                    state.finished = true
+                    state.pending = outcome
+                    let continuation = state.continuation
+                    state.continuation = nil
+                    return (continuation, state.task, state.timer)
+                }
         timer?.cancel()
         if case .failure = outcome { task?.cancel() }
         continuation?.resume(returning: outcome)
@@ -136,6 +169,7 @@ public struct TransportFailure: Error, Sendable, CustomStringConvertible {
     public var domain: String
     /// The NSError code (`NSURLErrorTimedOut`, ...).
     public var code: Int
+    /// A description without secrets.
     public var description: String { "\(domain) \(code)" }
 }
 
@@ -157,15 +191,25 @@ final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
         record?.call.append(data)
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didCompleteWithError error: (any Error)?
+    ) {
         let record = records.withLock { $0.removeValue(forKey: task.taskIdentifier) }
         record?.call.complete(
-            response: task.response, error: error, path: record?.original.url?.path ?? "?")
+            response: task.response,
+            error: error,
+            path: record?.original.url?.path ?? "?"
+        )
     }
 
     func urlSession(
-        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         let record = records.withLock { $0[task.taskIdentifier] }
         guard let record else {
@@ -179,7 +223,8 @@ final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
 /// Origins per RFC 6454: scheme, host and port (default ports made explicit).
 enum Origin {
     static func of(_ url: URL?) -> String? {
-        guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased()
+        else { return nil }
         let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
         return "\(scheme)://\(host):\(port)"
     }

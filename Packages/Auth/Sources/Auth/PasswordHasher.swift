@@ -1,6 +1,6 @@
 internal import Crypto
-internal import _CryptoExtras
 internal import Foundation
+internal import _CryptoExtras
 
 /// Hashes and checks passwords with PBKDF2-HMAC-SHA256 (from `_CryptoExtras`).
 ///
@@ -49,25 +49,41 @@ public struct PasswordHasher: Sendable {
         return parsed.iterations < iterations
     }
 
-    private func derive(_ password: String, salt: [UInt8], iterations: Int) throws(AuthError) -> [UInt8] {
+    private func derive(_ password: String, salt: [UInt8], iterations: Int) throws(AuthError)
+        -> [UInt8]
+    {
         do {
             let key = try KDF.Insecure.PBKDF2.deriveKey(
-                from: Array(password.utf8), salt: salt, using: .sha256, outputByteCount: 32,
-                unsafeUncheckedRounds: iterations)
+                from: Array(password.utf8),
+                salt: salt,
+                using: .sha256,
+                outputByteCount: 32,
+                unsafeUncheckedRounds: iterations
+            )
             return key.withUnsafeBytes { Array($0) }
         } catch {
-            throw AuthError(.invalidPasswordHash, "PBKDF2 failed with \(iterations) iterations", cause: error)
+            throw AuthError(
+                .invalidPasswordHash,
+                "PBKDF2 failed with \(iterations) iterations",
+                cause: error
+            )
         }
     }
 
-    static func parse(_ encoded: String) throws(AuthError) -> (iterations: Int, salt: [UInt8], hash: [UInt8]) {
+    static func parse(_ encoded: String) throws(AuthError) -> (
+        iterations: Int, salt: [UInt8], hash: [UInt8]
+    ) {
         let parts = encoded.split(separator: "$", omittingEmptySubsequences: false)
-        guard parts.count == 5, parts[0].isEmpty, parts[1] == "pbkdf2-sha256", parts[2].hasPrefix("i="),
+        guard parts.count == 5, parts[0].isEmpty, parts[1] == "pbkdf2-sha256",
+            parts[2].hasPrefix("i="),
             let iterations = Int(parts[2].dropFirst(2)), iterations >= 1, iterations <= 100_000_000,
             let salt = Base64.decode(parts[3]), salt.count >= 8,
             let hash = Base64.decode(parts[4]), hash.count >= 16
         else {
-            throw AuthError(.invalidPasswordHash, "stored password hash is not in the '$pbkdf2-sha256$i=N$salt$hash' form")
+            throw AuthError(
+                .invalidPasswordHash,
+                "stored password hash is not in the '$pbkdf2-sha256$i=N$salt$hash' form"
+            )
         }
         return (iterations, salt, hash)
     }

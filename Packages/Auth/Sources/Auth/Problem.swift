@@ -26,7 +26,8 @@ public struct ProblemDetails: Codable, Sendable, Equatable {
     public func jsonData() -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(self)) ?? Data("{\"type\":\"\(type)\",\"status\":\(status)}".utf8)
+        return (try? encoder.encode(self))
+            ?? Data("{\"type\":\"\(type)\",\"status\":\(status)}".utf8)
     }
 }
 

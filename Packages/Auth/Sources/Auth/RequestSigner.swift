@@ -1,7 +1,8 @@
 internal import Crypto
 public import Foundation
+
 #if canImport(FoundationNetworking)
-public import FoundationNetworking
+    public import FoundationNetworking
 #endif
 
 /// A per-session HMAC key: the `keyid` sent in `Signature-Input` and its secret.
@@ -18,9 +19,14 @@ public struct SigningKey: Sendable, CustomStringConvertible {
     ///   the secret is shorter than 16 bytes.
     public init(id: String, secret: some ContiguousBytes) throws(AuthError) {
         guard !id.isEmpty, id.utf8.count <= 200,
-            id.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+            id.utf8.allSatisfy({
+                $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
+            })
         else {
-            throw AuthError(.invalidRequest, "signing key id must be 1-200 printable ASCII characters without quotes or backslashes")
+            throw AuthError(
+                .invalidRequest,
+                "signing key id must be 1-200 printable ASCII characters without quotes or backslashes"
+            )
         }
         let key = SymmetricKey(data: secret)
         guard key.bitCount >= 128 else {
@@ -47,6 +53,7 @@ public struct SigningKey: Sendable, CustomStringConvertible {
     /// The secret in base64, for the token response only.
     var secretBase64: String { key.withUnsafeBytes { Base64.encode($0) } }
 
+    /// A description without secrets.
     public var description: String { "SigningKey(id: \(id), secret: <redacted>)" }
 }
 
@@ -116,18 +123,37 @@ public struct RequestSigner: Sendable {
     ///   - created: the signing time in Unix seconds, already corrected for clock skew.
     ///   - nonce: a unique value for this request; by default 128 random bits in hex.
     public func sign(
-        method: String, targetURI: String, body: some ContiguousBytes, created: Int64, nonce: String? = nil
+        method: String,
+        targetURI: String,
+        body: some ContiguousBytes,
+        created: Int64,
+        nonce: String? = nil
     ) -> SignatureHeaders {
         let digest = Self.contentDigest(of: body)
-        return sign(method: method, targetURI: targetURI, contentDigest: digest, created: created, nonce: nonce)
+        return sign(
+            method: method,
+            targetURI: targetURI,
+            contentDigest: digest,
+            created: created,
+            nonce: nonce
+        )
     }
 
     /// Signs a request whose `Content-Digest` value is already known.
     public func sign(
-        method: String, targetURI: String, contentDigest: String, created: Int64, nonce: String? = nil
+        method: String,
+        targetURI: String,
+        contentDigest: String,
+        created: Int64,
+        nonce: String? = nil
     ) -> SignatureHeaders {
         var base = OutputBuffer(capacity: 160 + targetURI.utf8.count + method.utf8.count)
-        SignatureBase.appendComponents(method: method, targetURI: targetURI, contentDigest: contentDigest, into: &base)
+        SignatureBase.appendComponents(
+            method: method,
+            targetURI: targetURI,
+            contentDigest: contentDigest,
+            into: &base
+        )
         base.append("\"@signature-params\": ")
         let paramsStart = base.bytes.count
         SignatureBase.appendParams(created: created, keyID: keyIDBytes, nonce: nonce, into: &base)
@@ -144,7 +170,11 @@ public struct RequestSigner: Sendable {
         var input = OutputBuffer(capacity: 5 + base.bytes.count - paramsStart)
         input.append("sig1=")
         input.bytes.append(contentsOf: base.bytes[paramsStart...])
-        return SignatureHeaders(signatureInput: input.string(), signature: signature.string(), contentDigest: contentDigest)
+        return SignatureHeaders(
+            signatureInput: input.string(),
+            signature: signature.string(),
+            contentDigest: contentDigest
+        )
     }
 
     /// Signs a `URLRequest` in place (method, URL and body as set) and sets the headers.
@@ -156,7 +186,12 @@ public struct RequestSigner: Sendable {
         if let body = request.httpBody {
             headers = sign(method: method, targetURI: target, body: body, created: created)
         } else {
-            headers = sign(method: method, targetURI: target, contentDigest: Self.emptyBodyDigest, created: created)
+            headers = sign(
+                method: method,
+                targetURI: target,
+                contentDigest: Self.emptyBodyDigest,
+                created: created
+            )
         }
         headers.apply(to: &request)
     }
@@ -173,7 +208,12 @@ public struct RequestSigner: Sendable {
 enum SignatureBase {
     static let componentList: StaticString = "(\"@method\" \"@target-uri\" \"content-digest\")"
 
-    static func appendComponents(method: String, targetURI: String, contentDigest: String, into out: inout OutputBuffer) {
+    static func appendComponents(
+        method: String,
+        targetURI: String,
+        contentDigest: String,
+        into out: inout OutputBuffer
+    ) {
         out.append("\"@method\": ")
         out.append(method)
         out.append("\n\"@target-uri\": ")
@@ -183,7 +223,12 @@ enum SignatureBase {
         out.append(UInt8(ascii: "\n"))
     }
 
-    static func appendParams(created: Int64, keyID: [UInt8], nonce: String?, into out: inout OutputBuffer) {
+    static func appendParams(
+        created: Int64,
+        keyID: [UInt8],
+        nonce: String?,
+        into out: inout OutputBuffer
+    ) {
         out.append(componentList)
         out.append(";created=")
         out.append(decimal: created)

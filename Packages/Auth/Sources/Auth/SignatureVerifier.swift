@@ -1,6 +1,6 @@
+internal import Crypto
 public import Foundation
 public import Logging
-internal import Crypto
 internal import Synchronization
 
 /// Why a signed request was refused. Logged by the verifier (with the key id, never a
@@ -45,16 +45,25 @@ public struct SignatureRejection: Error, Sendable, CustomStringConvertible {
         switch reason {
         case .expired, .createdInFuture:
             return ProblemDetails(
-                type: AuthProblemType.signatureOutsideWindow, title: "Signature time outside the accepted window",
-                status: 401, detail: "Correct the clock from this response's Date header and sign again.")
+                type: AuthProblemType.signatureOutsideWindow,
+                title: "Signature time outside the accepted window",
+                status: 401,
+                detail: "Correct the clock from this response's Date header and sign again."
+            )
         default:
             return ProblemDetails(
-                type: AuthProblemType.invalidSignature, title: "Invalid request signature", status: 401,
-                detail: "The request signature could not be verified.")
+                type: AuthProblemType.invalidSignature,
+                title: "Invalid request signature",
+                status: 401,
+                detail: "The request signature could not be verified."
+            )
         }
     }
 
-    public var description: String { "signature rejected: \(reason.rawValue)" + (keyID.map { " (keyid \($0))" } ?? "") }
+    /// A description without secrets.
+    public var description: String {
+        "signature rejected: \(reason.rawValue)" + (keyID.map { " (keyid \($0))" } ?? "")
+    }
 }
 
 /// What a verified signature told the server.
@@ -107,39 +116,72 @@ public final class SignatureVerifier: Sendable {
     ///   - key: the signing key of the session the bearer token authenticated.
     ///   - now: the server's time.
     public func verify(
-        method: String, targetURI: String, signatureInput: String?, signature: String?, contentDigest: String?,
-        body: some ContiguousBytes, key: SigningKey, now: Date = Date()
+        method: String,
+        targetURI: String,
+        signatureInput: String?,
+        signature: String?,
+        contentDigest: String?,
+        body: some ContiguousBytes,
+        key: SigningKey,
+        now: Date = Date()
     ) throws(SignatureRejection) -> VerifiedSignature {
         do {
             return try check(
-                method: method, targetURI: targetURI, signatureInput: signatureInput, signature: signature,
-                contentDigest: contentDigest, body: body, key: key, now: Int64(now.timeIntervalSince1970.rounded(.down)))
+                method: method,
+                targetURI: targetURI,
+                signatureInput: signatureInput,
+                signature: signature,
+                contentDigest: contentDigest,
+                body: body,
+                key: key,
+                now: Int64(now.timeIntervalSince1970.rounded(.down))
+            )
         } catch {
             logger.notice(
                 "request signature rejected",
-                metadata: ["reason": "\(error.reason.rawValue)", "keyid": "\(error.keyID ?? "-")", "method": "\(method)"])
+                metadata: [
+                    "reason": "\(error.reason.rawValue)", "keyid": "\(error.keyID ?? "-")",
+                    "method": "\(method)",
+                ]
+            )
             throw error
         }
     }
 
     private func check(
-        method: String, targetURI: String, signatureInput: String?, signature: String?, contentDigest: String?,
-        body: some ContiguousBytes, key: SigningKey, now: Int64
+        method: String,
+        targetURI: String,
+        signatureInput: String?,
+        signature: String?,
+        contentDigest: String?,
+        body: some ContiguousBytes,
+        key: SigningKey,
+        now: Int64
     ) throws(SignatureRejection) -> VerifiedSignature {
         guard let inputHeader = signatureInput, let signatureHeader = signature,
-            let params = Self.member("sig1", in: inputHeader), let sigValue = Self.member("sig1", in: signatureHeader)
+            let params = Self.member("sig1", in: inputHeader),
+            let sigValue = Self.member("sig1", in: signatureHeader)
         else { throw SignatureRejection(reason: .missingSignature) }
-        guard let parsed = ParsedParams(params) else { throw SignatureRejection(reason: .malformedSignature) }
+        guard let parsed = ParsedParams(params) else {
+            throw SignatureRejection(reason: .malformedSignature)
+        }
         let keyID = parsed.keyID
-        guard parsed.alg == "hmac-sha256" else { throw SignatureRejection(reason: .unsupportedAlgorithm, keyID: keyID) }
+        guard parsed.alg == "hmac-sha256" else {
+            throw SignatureRejection(reason: .unsupportedAlgorithm, keyID: keyID)
+        }
         guard parsed.components == Self.expectedComponents else {
             throw SignatureRejection(reason: .wrongComponents, keyID: keyID)
         }
         guard keyID == key.id else { throw SignatureRejection(reason: .keyMismatch, keyID: keyID) }
-        if parsed.created < now - window { throw SignatureRejection(reason: .expired, keyID: keyID) }
-        if parsed.created > now + window { throw SignatureRejection(reason: .createdInFuture, keyID: keyID) }
+        if parsed.created < now - window {
+            throw SignatureRejection(reason: .expired, keyID: keyID)
+        }
+        if parsed.created > now + window {
+            throw SignatureRejection(reason: .createdInFuture, keyID: keyID)
+        }
 
-        guard let digestHeader = contentDigest, let sentDigest = Self.sha256Member(of: digestHeader) else {
+        guard let digestHeader = contentDigest, let sentDigest = Self.sha256Member(of: digestHeader)
+        else {
             throw SignatureRejection(reason: .missingDigest, keyID: keyID)
         }
         let actualDigest = RequestSigner.contentDigest(of: body)
@@ -151,7 +193,12 @@ public final class SignatureVerifier: Sendable {
         else { throw SignatureRejection(reason: .malformedSignature, keyID: keyID) }
 
         var base = OutputBuffer(capacity: 200 + targetURI.utf8.count)
-        SignatureBase.appendComponents(method: method, targetURI: targetURI, contentDigest: actualDigest, into: &base)
+        SignatureBase.appendComponents(
+            method: method,
+            targetURI: targetURI,
+            contentDigest: actualDigest,
+            into: &base
+        )
         base.append("\"@signature-params\": ")
         base.append(String(params))
         let expected = base.bytes.withUnsafeBytes { RequestSigner(key: key).mac($0) }
@@ -160,7 +207,13 @@ public final class SignatureVerifier: Sendable {
 
         let floor = window
         let outcome = nonces.withLock { cache in
-            cache.insert(key: keyID + "\u{0}" + parsed.nonce, created: parsed.created, now: now, window: floor, capacity: nonceCapacity)
+            cache.insert(
+                key: keyID + "\u{0}" + parsed.nonce,
+                created: parsed.created,
+                now: now,
+                window: floor,
+                capacity: nonceCapacity
+            )
         }
         switch outcome {
         case .inserted: break
@@ -194,7 +247,11 @@ public final class SignatureVerifier: Sendable {
         while index < header.endIndex {
             let char = header[index]
             if inString {
-                if char == "\\" { index = header.index(after: index) } else if char == "\"" { inString = false }
+                if char == "\\" {
+                    index = header.index(after: index)
+                } else if char == "\"" {
+                    inString = false
+                }
             } else if char == "\"" {
                 inString = true
             } else if char == "(" {
@@ -239,7 +296,10 @@ struct ParsedParams {
             components.append(String(item.dropFirst().dropLast()))
         }
         var sawCreated = false
-        for param in text[text.index(after: close)...].split(separator: ";", omittingEmptySubsequences: true) {
+        for param in text[text.index(after: close)...].split(
+            separator: ";",
+            omittingEmptySubsequences: true
+        ) {
             guard let equals = param.firstIndex(of: "=") else { return nil }
             let name = param[..<equals]
             let value = param[param.index(after: equals)...]
@@ -274,7 +334,9 @@ struct NonceCache {
     /// Requests signed at or before this time are refused (an entry for that time was evicted early).
     var floor = Int64.min
 
-    mutating func insert(key: String, created: Int64, now: Int64, window: Int64, capacity: Int) -> Outcome {
+    mutating func insert(key: String, created: Int64, now: Int64, window: Int64, capacity: Int)
+        -> Outcome
+    {
         // Drop entries that can no longer pass the time check anyway.
         while head < order.count, order[head].created < now - window {
             if entries[order[head].key] == order[head].created { entries[order[head].key] = nil }
@@ -289,7 +351,9 @@ struct NonceCache {
         while entries.count >= capacity, head < order.count {
             let evicted = order[head]
             head += 1
-            if entries.removeValue(forKey: evicted.key) != nil { floor = max(floor, evicted.created) }
+            if entries.removeValue(forKey: evicted.key) != nil {
+                floor = max(floor, evicted.created)
+            }
         }
         if created <= floor { return .belowFloor }
         entries[key] = created

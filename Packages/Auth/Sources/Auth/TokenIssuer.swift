@@ -1,6 +1,6 @@
+internal import Crypto
 public import Foundation
 public import Logging
-internal import Crypto
 internal import Synchronization
 
 /// The token endpoint's JSON answer (`POST /v1/auth/token`), snake_case on the wire.
@@ -40,7 +40,8 @@ public enum TokenGrant: Sendable {
         let fields = FormEncoding.decode(Array(formBody))
         switch fields["grant_type"] {
         case "password":
-            guard let user = fields["username"], !user.isEmpty, let password = fields["password"] else {
+            guard let user = fields["username"], !user.isEmpty, let password = fields["password"]
+            else {
                 throw AuthError(.invalidRequest, "password grant needs 'username' and 'password'")
             }
             return .password(username: user, password: password)
@@ -50,7 +51,8 @@ public enum TokenGrant: Sendable {
             }
             return .refreshToken(token)
         case nil: throw AuthError(.invalidRequest, "token request has no 'grant_type'")
-        case let other?: throw AuthError(.invalidRequest, "unsupported grant_type '\(other.prefix(40))'")
+        case let other?:
+            throw AuthError(.invalidRequest, "unsupported grant_type '\(other.prefix(40))'")
         }
     }
 }
@@ -71,7 +73,11 @@ public enum FormEncoding {
     public static func decode(_ body: [UInt8]) -> [String: String] {
         var result: [String: String] = [:]
         for pair in body.split(separator: UInt8(ascii: "&")) {
-            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            let parts = pair.split(
+                separator: UInt8(ascii: "="),
+                maxSplits: 1,
+                omittingEmptySubsequences: false
+            )
             guard let name = unescape(parts[0]) else { continue }
             result[name] = parts.count > 1 ? unescape(parts[1]) ?? "" : ""
         }
@@ -130,10 +136,14 @@ public struct TokenRejection: Error, Sendable, CustomStringConvertible {
     /// The 401 problem document for a refused access token.
     public var problem: ProblemDetails {
         ProblemDetails(
-            type: AuthProblemType.invalidToken, title: "Invalid access token", status: 401,
-            detail: "Refresh the access token or sign in again.")
+            type: AuthProblemType.invalidToken,
+            title: "Invalid access token",
+            status: 401,
+            detail: "Refresh the access token or sign in again."
+        )
     }
 
+    /// A description without secrets.
     public var description: String { "token rejected: \(reason.rawValue)" }
 }
 
@@ -160,7 +170,11 @@ public final class TokenIssuer: Sendable {
     }
 
     /// Creates an issuer.
-    public init(accessTokenLifetime: TimeInterval = 900, refreshTokenLifetime: TimeInterval = 30 * 86_400, logger: Logger) {
+    public init(
+        accessTokenLifetime: TimeInterval = 900,
+        refreshTokenLifetime: TimeInterval = 30 * 86_400,
+        logger: Logger
+    ) {
         self.accessTokenLifetime = accessTokenLifetime
         self.refreshTokenLifetime = refreshTokenLifetime
         self.logger = logger
@@ -174,32 +188,46 @@ public final class TokenIssuer: Sendable {
             state.sessions[sessionID] = Session(subject: subject, key: key)
             return makeTokens(sessionID: sessionID, key: key, now: now, state: &state)
         }
-        logger.info("session opened", metadata: ["session": "\(sessionID)", "subject": "\(subject)"])
+        logger.info(
+            "session opened",
+            metadata: ["session": "\(sessionID)", "subject": "\(subject)"]
+        )
         return response
     }
 
     /// Exchanges a refresh token for new tokens of the same session.
-    public func refresh(refreshToken: String, now: Date = Date()) throws(TokenRejection) -> TokenResponse {
+    public func refresh(refreshToken: String, now: Date = Date()) throws(TokenRejection)
+        -> TokenResponse
+    {
         let digest = Self.digest(refreshToken)
         let result: Result<TokenResponse, TokenRejection> = state.withLock { state in
-            guard let record = state.tokens[digest], record.isRefresh else { return .failure(TokenRejection(reason: .unknown)) }
+            guard let record = state.tokens[digest], record.isRefresh else {
+                return .failure(TokenRejection(reason: .unknown))
+            }
             guard let session = state.sessions[record.sessionID], !session.revoked else {
                 return .failure(TokenRejection(reason: .revoked))
             }
             guard record.expiresAt > now else { return .failure(TokenRejection(reason: .expired)) }
             state.tokens[digest] = nil
-            return .success(makeTokens(sessionID: record.sessionID, key: session.key, now: now, state: &state))
+            return .success(
+                makeTokens(sessionID: record.sessionID, key: session.key, now: now, state: &state)
+            )
         }
         switch result {
         case .success(let tokens): return tokens
         case .failure(let rejection):
-            logger.notice("refresh token rejected", metadata: ["reason": "\(rejection.reason.rawValue)"])
+            logger.notice(
+                "refresh token rejected",
+                metadata: ["reason": "\(rejection.reason.rawValue)"]
+            )
             throw rejection
         }
     }
 
     /// Checks an `Authorization` header value (`Bearer <token>`).
-    public func authenticate(authorization: String?, now: Date = Date()) throws(TokenRejection) -> AuthSession {
+    public func authenticate(authorization: String?, now: Date = Date()) throws(TokenRejection)
+        -> AuthSession
+    {
         guard let authorization else { throw TokenRejection(reason: .missing) }
         guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
             throw TokenRejection(reason: .malformed)
@@ -208,16 +236,26 @@ public final class TokenIssuer: Sendable {
     }
 
     /// Checks an access token.
-    public func authenticate(accessToken: String, now: Date = Date()) throws(TokenRejection) -> AuthSession {
+    public func authenticate(accessToken: String, now: Date = Date()) throws(TokenRejection)
+        -> AuthSession
+    {
         let digest = Self.digest(accessToken)
         let result: Result<AuthSession, TokenRejection> = state.withLock { state in
-            guard let record = state.tokens[digest], !record.isRefresh else { return .failure(TokenRejection(reason: .unknown)) }
+            guard let record = state.tokens[digest], !record.isRefresh else {
+                return .failure(TokenRejection(reason: .unknown))
+            }
             guard let session = state.sessions[record.sessionID], !session.revoked else {
                 return .failure(TokenRejection(reason: .revoked))
             }
             guard record.expiresAt > now else { return .failure(TokenRejection(reason: .expired)) }
             return .success(
-                AuthSession(id: record.sessionID, subject: session.subject, signingKey: session.key, accessTokenExpiresAt: record.expiresAt))
+                AuthSession(
+                    id: record.sessionID,
+                    subject: session.subject,
+                    signingKey: session.key,
+                    accessTokenExpiresAt: record.expiresAt
+                )
+            )
         }
         return try result.get()
     }
@@ -237,19 +275,34 @@ public final class TokenIssuer: Sendable {
         return sessionID != nil
     }
 
-    private func makeTokens(sessionID: String, key: SigningKey, now: Date, state: inout State) -> TokenResponse {
+    private func makeTokens(sessionID: String, key: SigningKey, now: Date, state: inout State)
+        -> TokenResponse
+    {
         let access = Self.randomToken(bytes: 32)
         let refresh = Self.randomToken(bytes: 32)
-        state.tokens[Self.digest(access)] = Record(sessionID: sessionID, expiresAt: now + accessTokenLifetime, isRefresh: false)
-        state.tokens[Self.digest(refresh)] = Record(sessionID: sessionID, expiresAt: now + refreshTokenLifetime, isRefresh: true)
+        state.tokens[Self.digest(access)] = Record(
+            sessionID: sessionID,
+            expiresAt: now + accessTokenLifetime,
+            isRefresh: false
+        )
+        state.tokens[Self.digest(refresh)] = Record(
+            sessionID: sessionID,
+            expiresAt: now + refreshTokenLifetime,
+            isRefresh: true
+        )
         state.issuedSincePurge += 1
         if state.issuedSincePurge >= 1024 {
             state.issuedSincePurge = 0
             state.tokens = state.tokens.filter { $0.value.expiresAt > now }
         }
         return TokenResponse(
-            accessToken: access, refreshToken: refresh, expiresIn: Int(accessTokenLifetime), tokenType: "Bearer",
-            signingKeyID: key.id, signingKey: key.secretBase64)
+            accessToken: access,
+            refreshToken: refresh,
+            expiresIn: Int(accessTokenLifetime),
+            tokenType: "Bearer",
+            signingKeyID: key.id,
+            signingKey: key.secretBase64
+        )
     }
 
     static func randomToken(bytes count: Int) -> String {

@@ -30,6 +30,7 @@ public struct StoredCredentials: Codable, Sendable, Equatable, CustomStringConve
         return expiresAt.timeIntervalSince(now) <= effective
     }
 
+    /// A description without secrets.
     public var description: String {
         "StoredCredentials(keyid: \(signingKeyID), expiresAt: \(expiresAt), server: \(serverURL))"
     }
@@ -69,12 +70,20 @@ public final class TokenStore: Sendable {
     /// - Parameters:
     ///   - suite: the suite name; by default `SHOPFLOOR_SUITE`, else `shopfloor`.
     ///   - root: the containers' root; by default from the environment.
-    public static func suite(_ suite: String? = nil, root: URL? = nil) throws(AuthError) -> TokenStore {
+    public static func suite(_ suite: String? = nil, root: URL? = nil) throws(AuthError)
+        -> TokenStore
+    {
         do {
             let name = suite ?? SuiteContainer.defaultSuiteName()
-            return TokenStore(directory: try SuiteContainer.containerURL(forSuite: name, root: root))
+            return TokenStore(
+                directory: try SuiteContainer.containerURL(forSuite: name, root: root)
+            )
         } catch {
-            throw AuthError(.tokenStore, "cannot open the suite container: \(error.message)", cause: error)
+            throw AuthError(
+                .tokenStore,
+                "cannot open the suite container: \(error.message)",
+                cause: error
+            )
         }
     }
 
@@ -101,8 +110,11 @@ public final class TokenStore: Sendable {
         var info = stat()
         guard stat(fileURL.path, &info) == 0 else { return nil }
         return FileStamp(
-            inode: UInt64(info.st_ino), size: Int64(info.st_size), seconds: Int64(info.st_mtim.tv_sec),
-            nanoseconds: Int64(info.st_mtim.tv_nsec))
+            inode: UInt64(info.st_ino),
+            size: Int64(info.st_size),
+            seconds: Int64(info.st_mtim.tv_sec),
+            nanoseconds: Int64(info.st_mtim.tv_nsec)
+        )
     }
 
     /// Writes the credentials atomically, `0600`.
@@ -136,7 +148,9 @@ public final class TokenStore: Sendable {
 
     /// Removes the credentials (sign-out for every app of the suite).
     public func remove() throws(AuthError) {
-        if unlink(fileURL.path) != 0 && errno != ENOENT { throw Self.system("cannot remove", fileURL.path) }
+        if unlink(fileURL.path) != 0 && errno != ENOENT {
+            throw Self.system("cannot remove", fileURL.path)
+        }
     }
 
     // MARK: Refresh lease
@@ -152,9 +166,15 @@ public final class TokenStore: Sendable {
         try withGuard { () throws(AuthError) -> Lease? in
             if let current = readLease(), current.expiresAt > now { return nil }
             let lease = Lease(owner: "\(getpid())-\(UUID().uuidString)", expiresAt: now + duration)
-            let text = "\(lease.owner) \(Int64((lease.expiresAt.timeIntervalSince1970 * 1000).rounded()))\n"
+            let text =
+                "\(lease.owner) \(Int64((lease.expiresAt.timeIntervalSince1970 * 1000).rounded()))\n"
             let temporary = leasePath + ".tmp-\(getpid())"
-            guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
+            guard
+                FileManager.default.createFile(
+                    atPath: temporary,
+                    contents: Data(text.utf8),
+                    attributes: [.posixPermissions: 0o600]
+                ),
                 rename(temporary, leasePath) == 0
             else { throw Self.system("cannot write the refresh lease", leasePath) }
             return lease
@@ -176,7 +196,10 @@ public final class TokenStore: Sendable {
         guard parts.count == 2, let millis = Int64(parts[1]) else {
             return Lease(owner: "", expiresAt: .distantPast)  // damaged: treat as expired
         }
-        return Lease(owner: String(parts[0]), expiresAt: Date(timeIntervalSince1970: TimeInterval(millis) / 1000))
+        return Lease(
+            owner: String(parts[0]),
+            expiresAt: Date(timeIntervalSince1970: TimeInterval(millis) / 1000)
+        )
     }
 
     /// Runs `body` under an exclusive `flock` of the guard file. The lock is only ever held

@@ -3,20 +3,25 @@
 // Usage: AuthPeer <server-url> <container-dir> <path> <count>
 import Auth
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Logging
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let server = URL(string: arguments[1]), let count = Int(arguments[4]) else {
-    FileHandle.standardError.write(Data("usage: AuthPeer <server-url> <container-dir> <path> <count>\n".utf8))
+guard arguments.count == 5, let server = URL(string: arguments[1]), let count = Int(arguments[4])
+else {
+    FileHandle.standardError.write(
+        Data("usage: AuthPeer <server-url> <container-dir> <path> <count>\n".utf8)
+    )
     exit(64)
 }
 let client = AuthClient(
     configuration: AuthClientConfiguration(serverURL: server, deadline: .seconds(30)),
     store: TokenStore(directory: URL(fileURLWithPath: arguments[2])),
-    logger: Logger(label: "AuthPeer"))
+    logger: Logger(label: "AuthPeer")
+)
 let path = arguments[3]
 let statuses = await withTaskGroup(of: String.self) { group in
     for _ in 0..<count {

@@ -1,10 +1,12 @@
-@testable import Auth
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Logging
 import Testing
+
+@testable import Auth
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Signs in against the test server.
 func signIn(_ client: AuthClient) async throws {
@@ -19,11 +21,15 @@ func setExpiry(_ directory: URL, _ date: Date) throws {
     try store.save(credentials)
 }
 
-func get(_ client: AuthClient, _ path: String, deadline: Duration? = nil) async throws(AuthError) -> (Data, HTTPURLResponse) {
+func get(_ client: AuthClient, _ path: String, deadline: Duration? = nil) async throws(AuthError)
+    -> (Data, HTTPURLResponse)
+{
     try await client.send(URLRequest(url: client.url(path)), deadline: deadline)
 }
 
-func elapsed(since start: ContinuousClock.Instant) -> Double { (ContinuousClock.now - start).timeInterval }
+func elapsed(since start: ContinuousClock.Instant) -> Double {
+    (ContinuousClock.now - start).timeInterval
+}
 
 @Suite("Auth client and server pieces on real sockets", .serialized)
 struct ClientTests {
@@ -34,7 +40,10 @@ struct ClientTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         try await server.run { base in
             let client = makeClient(base, directory)
-            let result = try await client.signIn(username: TestServer.username, password: TestServer.password)
+            let result = try await client.signIn(
+                username: TestServer.username,
+                password: TestServer.password
+            )
             #expect(result.username == TestServer.username)
             let (data, response) = try await get(client, "/v1/echo")
             #expect(response.statusCode == 200)
@@ -45,7 +54,9 @@ struct ClientTests {
             let (body, postResponse) = try await client.send(post)
             #expect(postResponse.statusCode == 200)
             #expect(String(decoding: body, as: UTF8.self) == "{\"bytes\":12}")
-            let attributes = try FileManager.default.attributesOfItem(atPath: TokenStore(directory: directory).fileURL.path)
+            let attributes = try FileManager.default.attributesOfItem(
+                atPath: TokenStore(directory: directory).fileURL.path
+            )
             #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         }
         #expect(server.rejections.isEmpty)
@@ -59,12 +70,17 @@ struct ClientTests {
         try await server.run { base in
             let client = makeClient(base, directory)
             let error = await #expect(throws: AuthError.self) {
-                try await client.signIn(username: TestServer.username, password: "wrong-password-123")
+                try await client.signIn(
+                    username: TestServer.username,
+                    password: "wrong-password-123"
+                )
             }
             #expect(error?.code == .invalidCredentials)
             #expect(error?.description.contains("wrong-password-123") == false)
             #expect(!client.isSignedIn)
-            let missing = await #expect(throws: AuthError.self) { try await get(client, "/v1/echo") }
+            let missing = await #expect(throws: AuthError.self) {
+                try await get(client, "/v1/echo")
+            }
             #expect(missing?.code == .signInRequired)
         }
     }
@@ -73,7 +89,10 @@ struct ClientTests {
         case body, path, replay, expired, future, unsigned, wrongAlgorithm
     }
 
-    @Test("tampered, replayed, expired and unsigned requests get 401 problem+json", arguments: Tamper.allCases)
+    @Test(
+        "tampered, replayed, expired and unsigned requests get 401 problem+json",
+        arguments: Tamper.allCases
+    )
     func tampered(_ tamper: Tamper) async throws {
         let server = try TestServer()
         let directory = try temporaryContainer()
@@ -87,7 +106,10 @@ struct ClientTests {
             var request = URLRequest(url: url)
             request.httpMethod = "POST"
             request.httpBody = Data("amount=10".utf8)
-            request.setValue("Bearer " + credentials.accessToken, forHTTPHeaderField: "Authorization")
+            request.setValue(
+                "Bearer " + credentials.accessToken,
+                forHTTPHeaderField: "Authorization"
+            )
             let now = Int64(Date().timeIntervalSince1970)
             let expectedReason: String
             var expectedType = AuthProblemType.invalidSignature
@@ -103,7 +125,10 @@ struct ClientTests {
                 expectedReason = "badSignature"
             case .replay:
                 signer.sign(&request, created: now)
-                let (_, first) = try await transport.send(request, deadline: .now + .seconds(10)) { _, new in new }
+                let (_, first) = try await transport.send(request, deadline: .now + .seconds(10)) {
+                    _,
+                    new in new
+                }
                 #expect(first.statusCode == 200)
                 expectedReason = "replayedNonce"
             case .expired:
@@ -119,10 +144,14 @@ struct ClientTests {
             case .wrongAlgorithm:
                 signer.sign(&request, created: now)
                 let input = try #require(request.value(forHTTPHeaderField: "Signature-Input"))
-                request.setValue(input.replacingOccurrences(of: "hmac-sha256", with: "hmac-sha512"), forHTTPHeaderField: "Signature-Input")
+                request.setValue(
+                    input.replacingOccurrences(of: "hmac-sha256", with: "hmac-sha512"),
+                    forHTTPHeaderField: "Signature-Input"
+                )
                 expectedReason = "unsupportedAlgorithm"
             }
-            let (data, response) = try await transport.send(request, deadline: .now + .seconds(10)) { _, new in new }
+            let (data, response) = try await transport.send(request, deadline: .now + .seconds(10))
+            { _, new in new }
             #expect(response.statusCode == 401)
             #expect(AuthClient.header("Content-Type", in: response) == "application/problem+json")
             let problem = try JSONDecoder().decode(ProblemDetails.self, from: data)
@@ -132,7 +161,10 @@ struct ClientTests {
         }
     }
 
-    @Test("a client clock off by an hour is corrected from the server's Date header", arguments: [3600.0, -3600.0])
+    @Test(
+        "a client clock off by an hour is corrected from the server's Date header",
+        arguments: [3600.0, -3600.0]
+    )
     func clockSkew(offset: TimeInterval) async throws {
         let server = try TestServer(accessTokenLifetime: 3 * 3600)
         let directory = try temporaryContainer()
@@ -236,14 +268,20 @@ struct ClientTests {
             try await signIn(makeClient(base, directory))
             try setExpiry(directory, Date() - 10)
             let expiry = Int64((Date().timeIntervalSince1970 + 1.5) * 1000)
-            try Data("4194304-stopped \(expiry)\n".utf8).write(to: directory.appendingPathComponent("auth-refresh.lease"))
+            try Data("4194304-stopped \(expiry)\n".utf8).write(
+                to: directory.appendingPathComponent("auth-refresh.lease")
+            )
             let start = ContinuousClock.now
             let (_, response) = try await get(makeClient(base, directory), "/v1/echo")
             #expect(response.statusCode == 200)
             #expect(elapsed(since: start) >= 1.0)
             #expect(elapsed(since: start) < 6)
             #expect(server.refreshCount == 1)
-            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("auth-refresh.lease").path))
+            #expect(
+                !FileManager.default.fileExists(
+                    atPath: directory.appendingPathComponent("auth-refresh.lease").path
+                )
+            )
         }
     }
 
@@ -265,7 +303,12 @@ struct ClientTests {
                     codes.append(error.code)
                 }
             }
-            #expect(codes == [.invalidResponse, .invalidResponse, .signInRequired, .signInRequired, .signInRequired])
+            #expect(
+                codes == [
+                    .invalidResponse, .invalidResponse, .signInRequired, .signInRequired,
+                    .signInRequired,
+                ]
+            )
             #expect(server.refreshCount == 3)
         }
     }
@@ -280,13 +323,18 @@ struct ClientTests {
             let credentials = try #require(try TokenStore(directory: directory).load())
             server.issuer.revoke(token: credentials.refreshToken)
             try setExpiry(directory, Date() - 10)
-            let error = await #expect(throws: AuthError.self) { try await get(makeClient(base, directory), "/v1/echo") }
+            let error = await #expect(throws: AuthError.self) {
+                try await get(makeClient(base, directory), "/v1/echo")
+            }
             #expect(error?.code == .signInRequired)
             #expect(server.refreshCount == 1)
         }
     }
 
-    @Test("Retry-After in seconds or as an HTTP date is honoured", arguments: [(503, "seconds"), (429, "date")])
+    @Test(
+        "Retry-After in seconds or as an HTTP date is honoured",
+        arguments: [(503, "seconds"), (429, "date")]
+    )
     func retryAfter(status: Int, form: String) async throws {
         let server = try TestServer()
         let directory = try temporaryContainer()
@@ -295,7 +343,10 @@ struct ClientTests {
             let client = makeClient(base, directory)
             try await signIn(client)
             let start = ContinuousClock.now
-            let (_, response) = try await get(client, "/v1/busy?key=\(form)&fail=1&status=\(status)&after=\(form)")
+            let (_, response) = try await get(
+                client,
+                "/v1/busy?key=\(form)&fail=1&status=\(status)&after=\(form)"
+            )
             #expect(response.statusCode == 200)
             #expect(elapsed(since: start) >= 0.95)
             #expect(server.hits(form) == 2)
@@ -348,7 +399,9 @@ struct ClientTests {
             let client = makeClient(base, directory)
             try await signIn(client)
             let start = ContinuousClock.now
-            let error = await #expect(throws: AuthError.self) { try await get(client, "/v1/stall", deadline: .milliseconds(1_500)) }
+            let error = await #expect(throws: AuthError.self) {
+                try await get(client, "/v1/stall", deadline: .milliseconds(1_500))
+            }
             #expect(error?.code == .deadlineExceeded)
             #expect(elapsed(since: start) < 2.5)
         }
@@ -363,17 +416,23 @@ struct ClientTests {
             let client = makeClient(base, directory)
             try await signIn(client)
             let start = ContinuousClock.now
-            let task = Task { () throws(AuthError) -> Int in try await get(client, "/v1/stall").1.statusCode }
+            let task = Task { () throws(AuthError) -> Int in
+                try await get(client, "/v1/stall").1.statusCode
+            }
             try await Task.sleep(for: .milliseconds(300))
             task.cancel()
             let result = await task.result
             #expect(throws: AuthError.self) { try result.get() }
-            if case .failure(let error) = result { #expect((error as? AuthError)?.code == .cancelled) }
+            if case .failure(let error) = result {
+                #expect((error as? AuthError)?.code == .cancelled)
+            }
             #expect(elapsed(since: start) < 1.5)
         }
     }
 
-    @Test("a cross-origin redirect drops Authorization and the signature; a same-origin one is re-signed")
+    @Test(
+        "a cross-origin redirect drops Authorization and the signature; a same-origin one is re-signed"
+    )
     func redirects() async throws {
         let server = try TestServer()
         let directory = try temporaryContainer()
@@ -388,7 +447,9 @@ struct ClientTests {
                 #expect(response.statusCode == 200)
                 #expect(response.url?.port == other.port)
                 let seen = try JSONDecoder().decode([String: Bool].self, from: data)
-                #expect(seen == ["authorization": false, "signature": false, "signatureInput": false])
+                #expect(
+                    seen == ["authorization": false, "signature": false, "signatureInput": false]
+                )
 
                 let (echo, sameOrigin) = try await get(client, "/v1/redirect?to=%2Fv1%2Fecho")
                 #expect(sameOrigin.statusCode == 200)
@@ -410,8 +471,14 @@ struct ClientTests {
             #expect(try await get(second, "/v1/echo").1.statusCode == 200)
             let credentials = try #require(try TokenStore(directory: directory).load())
             try await first.logout()
-            #expect(!FileManager.default.fileExists(atPath: TokenStore(directory: directory).fileURL.path))
-            #expect(throws: TokenRejection.self) { try server.issuer.authenticate(accessToken: credentials.accessToken) }
+            #expect(
+                !FileManager.default.fileExists(
+                    atPath: TokenStore(directory: directory).fileURL.path
+                )
+            )
+            #expect(throws: TokenRejection.self) {
+                try server.issuer.authenticate(accessToken: credentials.accessToken)
+            }
             let error = await #expect(throws: AuthError.self) { try await get(second, "/v1/echo") }
             #expect(error?.code == .signInRequired)
         }
@@ -427,7 +494,10 @@ struct ClientTests {
             let client = makeClient(base, directory, logger: capture.logger)
             var secrets = [TestServer.password, "wrong-password-123"]
             let refused = await #expect(throws: AuthError.self) {
-                try await client.signIn(username: TestServer.username, password: "wrong-password-123")
+                try await client.signIn(
+                    username: TestServer.username,
+                    password: "wrong-password-123"
+                )
             }
             secrets.append(refused.map { "\($0)" } ?? "")
             try await signIn(client)
@@ -442,10 +512,18 @@ struct ClientTests {
             // A tampered request makes the server log a rejection.
             var request = URLRequest(url: client.url("/v1/echo"))
             request.setValue("Bearer " + second.accessToken, forHTTPHeaderField: "Authorization")
-            request.setValue("sig1=(\"@method\" \"@target-uri\" \"content-digest\");created=1;keyid=\"x\";nonce=\"n\";alg=\"hmac-sha256\"", forHTTPHeaderField: "Signature-Input")
+            request.setValue(
+                "sig1=(\"@method\" \"@target-uri\" \"content-digest\");created=1;keyid=\"x\";nonce=\"n\";alg=\"hmac-sha256\"",
+                forHTTPHeaderField: "Signature-Input"
+            )
             request.setValue("sig1=:AAAA:", forHTTPHeaderField: "Signature")
-            _ = try await HTTPTransport(configuration: .ephemeral).send(request, deadline: .now + .seconds(5)) { _, new in new }
-            let stall = await #expect(throws: AuthError.self) { try await get(client, "/v1/stall", deadline: .milliseconds(300)) }
+            _ = try await HTTPTransport(configuration: .ephemeral).send(
+                request,
+                deadline: .now + .seconds(5)
+            ) { _, new in new }
+            let stall = await #expect(throws: AuthError.self) {
+                try await get(client, "/v1/stall", deadline: .milliseconds(300))
+            }
             secrets.append(stall.map { "\($0)" } ?? "")
             try await client.logout()
             return secrets
@@ -461,13 +539,17 @@ struct ClientTests {
         }
         // Error messages are checked too: none contains a password or token.
         for message in [secrets[2]] + [secrets.last!] {
-            for secret in [TestServer.password, "wrong-password-123"] { #expect(!message.contains(secret)) }
+            for secret in [TestServer.password, "wrong-password-123"] {
+                #expect(!message.contains(secret))
+            }
         }
     }
 }
 
 /// Runs the AuthPeer executable (built next to the test bundle) and waits for it.
-func runPeer(_ base: URL, _ directory: URL, count: Int) async throws -> (status: Int32, output: String) {
+func runPeer(_ base: URL, _ directory: URL, count: Int) async throws -> (
+    status: Int32, output: String
+) {
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("AuthPeer")
     let process = Process()
@@ -476,7 +558,9 @@ func runPeer(_ base: URL, _ directory: URL, count: Int) async throws -> (status:
     let pipe = Pipe()
     process.standardOutput = pipe
     let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { process in continuation.resume(returning: process.terminationStatus) }
+        process.terminationHandler = { process in
+            continuation.resume(returning: process.terminationStatus)
+        }
         do {
             try process.run()
         } catch {

@@ -1,12 +1,13 @@
 import Auth
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Hummingbird
 import HummingbirdTesting
 import Logging
 import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A small store-server stand-in on a real socket: the token endpoint, revocation, and
 /// signed routes checked with `TokenIssuer` and `SignatureVerifier`.
@@ -28,7 +29,9 @@ final class TestServer: Sendable {
     let knobs = Mutex(Knobs())
     let logger: Logger
 
-    init(accessTokenLifetime: TimeInterval = 900, logger: Logger = Logger(label: "test-server")) throws {
+    init(accessTokenLifetime: TimeInterval = 900, logger: Logger = Logger(label: "test-server"))
+        throws
+    {
         self.logger = logger
         issuer = TokenIssuer(accessTokenLifetime: accessTokenLifetime, logger: logger)
         verifier = SignatureVerifier(logger: logger)
@@ -41,14 +44,20 @@ final class TestServer: Sendable {
 
     /// Runs the server on port 0 and calls `body` with its base URL.
     func run<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws -> T {
-        let app = Application(router: makeRouter(), configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: logger)
+        let app = Application(
+            router: makeRouter(),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            logger: logger
+        )
         return try await app.test(.live) { client in
             try await body(URL(string: "http://127.0.0.1:\(client.port!)")!)
         }
     }
 
     /// A second origin: `/inspect` reports which credential headers arrived.
-    static func runInspector<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws -> T {
+    static func runInspector<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws
+        -> T
+    {
         let router = Router()
         router.get("/inspect") { request, _ -> Response in
             let seen: [String: Bool] = [
@@ -58,7 +67,10 @@ final class TestServer: Sendable {
             ]
             return json(200, try JSONEncoder().encode(seen))
         }
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: 0))
+        )
         return try await app.test(.live) { client in
             try await body(URL(string: "http://127.0.0.1:\(client.port!)")!)
         }
@@ -72,12 +84,27 @@ final class TestServer: Sendable {
             do {
                 grant = try TokenGrant.parse(formBody: body)
             } catch {
-                return problem(ProblemDetails(type: AuthProblemType.invalidRequest, title: "Bad token request", status: 400, detail: (error as? AuthError)?.message))
+                return problem(
+                    ProblemDetails(
+                        type: AuthProblemType.invalidRequest,
+                        title: "Bad token request",
+                        status: 400,
+                        detail: (error as? AuthError)?.message
+                    )
+                )
             }
             switch grant {
             case .password(let user, let password):
-                guard user == Self.username, try PasswordHasher().verify(password, against: passwordHash) else {
-                    return problem(ProblemDetails(type: AuthProblemType.invalidCredentials, title: "Wrong user name or password", status: 401))
+                guard user == Self.username,
+                    try PasswordHasher().verify(password, against: passwordHash)
+                else {
+                    return problem(
+                        ProblemDetails(
+                            type: AuthProblemType.invalidCredentials,
+                            title: "Wrong user name or password",
+                            status: 401
+                        )
+                    )
                 }
                 return json(200, issuer.issue(subject: user).jsonData())
             case .refreshToken(let token):
@@ -90,7 +117,13 @@ final class TestServer: Sendable {
                 do {
                     return json(200, try issuer.refresh(refreshToken: token).jsonData())
                 } catch {
-                    return problem(ProblemDetails(type: AuthProblemType.invalidGrant, title: "Refresh token refused", status: 400))
+                    return problem(
+                        ProblemDetails(
+                            type: AuthProblemType.invalidGrant,
+                            title: "Refresh token refused",
+                            status: 400
+                        )
+                    )
                 }
             }
         }
@@ -100,10 +133,14 @@ final class TestServer: Sendable {
             return json(200, Data("{}".utf8))
         }
         router.get("/v1/echo") { [self] request, _ -> Response in
-            try await guarded(request) { session, _ in json(200, Data("{\"subject\":\"\(session.subject)\"}".utf8)) }
+            try await guarded(request) { session, _ in
+                json(200, Data("{\"subject\":\"\(session.subject)\"}".utf8))
+            }
         }
         router.post("/v1/echo") { [self] request, _ -> Response in
-            try await guarded(request) { _, body in json(200, Data("{\"bytes\":\(body.count)}".utf8)) }
+            try await guarded(request) { _, body in
+                json(200, Data("{\"bytes\":\(body.count)}".utf8))
+            }
         }
         router.post("/v1/busy") { [self] request, _ -> Response in try await busy(request) }
         router.get("/v1/busy") { [self] request, _ -> Response in try await busy(request) }
@@ -141,7 +178,10 @@ final class TestServer: Sendable {
     }
 
     /// Bearer token and signature checks, as store-server will do them.
-    private func guarded(_ request: Request, _ body: (AuthSession, [UInt8]) async throws -> Response) async throws -> Response {
+    private func guarded(
+        _ request: Request,
+        _ body: (AuthSession, [UInt8]) async throws -> Response
+    ) async throws -> Response {
         let bytes = Array(try await request.body.collect(upTo: 1 << 20).readableBytesView)
         let session: AuthSession
         do {
@@ -153,9 +193,14 @@ final class TestServer: Sendable {
         let target = "http://\(request.head.authority ?? "?")\(request.uri.string)"
         do {
             _ = try verifier.verify(
-                method: request.method.rawValue, targetURI: target,
-                signatureInput: Self.header("signature-input", request), signature: Self.header("signature", request),
-                contentDigest: Self.header("content-digest", request), body: bytes, key: session.signingKey)
+                method: request.method.rawValue,
+                targetURI: target,
+                signatureInput: Self.header("signature-input", request),
+                signature: Self.header("signature", request),
+                contentDigest: Self.header("content-digest", request),
+                body: bytes,
+                key: session.signingKey
+            )
         } catch {
             knobs.withLock { $0.rejections.append(error.reason.rawValue) }
             return problem(error.problem)
@@ -169,13 +214,19 @@ final class TestServer: Sendable {
 }
 
 func json(_ status: Int, _ data: Data) -> Response {
-    Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    Response(
+        status: .init(code: status),
+        headers: [.contentType: "application/json"],
+        body: .init(byteBuffer: ByteBuffer(bytes: data))
+    )
 }
 
 func problem(_ problem: ProblemDetails) -> Response {
     Response(
-        status: .init(code: problem.status), headers: [.contentType: ProblemDetails.mediaType],
-        body: .init(byteBuffer: ByteBuffer(bytes: problem.jsonData())))
+        status: .init(code: problem.status),
+        headers: [.contentType: ProblemDetails.mediaType],
+        body: .init(byteBuffer: ByteBuffer(bytes: problem.jsonData()))
+    )
 }
 
 /// A log handler that keeps every rendered line, to check that no secret is logged.
@@ -198,7 +249,8 @@ final class CapturingLogHandler: LogHandler, Sendable {
     }
 
     func log(event: LogEvent) {
-        let rendered = "\(event.level) \(event.message) \(event.metadata ?? [:]) \(event.source) \(event.file)"
+        let rendered =
+            "\(event.level) \(event.message) \(event.metadata ?? [:]) \(event.source) \(event.file)"
         lines.withLock { $0.append(rendered) }
     }
 }
@@ -223,16 +275,29 @@ struct ShiftedClock: AuthClock {
 
 /// A fresh temporary container directory (0700), removed by the caller.
 func temporaryContainer() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("auth-tests-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "auth-tests-\(UUID().uuidString)"
+    )
+    try FileManager.default.createDirectory(
+        at: url,
+        withIntermediateDirectories: true,
+        attributes: [.posixPermissions: 0o700]
+    )
     return url
 }
 
 func makeClient(
-    _ server: URL, _ directory: URL, clock: any AuthClock = SystemClock(), deadline: Duration = .seconds(20),
-    retry: RetryPolicy = RetryPolicy(), logger: Logger = Logger(label: "client")
+    _ server: URL,
+    _ directory: URL,
+    clock: any AuthClock = SystemClock(),
+    deadline: Duration = .seconds(20),
+    retry: RetryPolicy = RetryPolicy(),
+    logger: Logger = Logger(label: "client")
 ) -> AuthClient {
     AuthClient(
         configuration: AuthClientConfiguration(serverURL: server, deadline: deadline, retry: retry),
-        store: TokenStore(directory: directory), clock: clock, logger: logger)
+        store: TokenStore(directory: directory),
+        clock: clock,
+        logger: logger
+    )
 }
