@@ -88,16 +88,7 @@ public struct TextReader: Sendable {
 
         let mask = TextPreprocess.inkMask(grey)
         var toOriginal = PointTransform.translation(Double(origin.x), Double(origin.y))
-        var deskew = 0.0
         var work = grey
-        if options.level == .accurate {
-            deskew = TextPreprocess.skewAngle(mask: mask, width: grey.width, height: grey.height)
-            if abs(deskew) >= 0.3 {
-                let (rotated, back) = TextPreprocess.rotatedSmooth(grey, degrees: -deskew)
-                work = rotated
-                toOriginal = toOriginal.after(back)
-            }
-        }
         var scale = 1.0
         if options.upscalesSmallText {
             let lineHeight = TextPreprocess.medianLineHeight(
@@ -107,33 +98,61 @@ public struct TextReader: Sendable {
             )
             scale = TextPreprocess.upscaleFactor(
                 lineHeight: lineHeight,
-                width: work.width,
-                height: work.height
+                width: grey.width,
+                height: grey.height
             )
             if scale > 1 {
-                let (scaled, back) = GreyOps.scaled(work, by: scale)
+                let (scaled, back) = GreyOps.scaled(grey, by: scale)
                 work = scaled
                 toOriginal = toOriginal.after(back)
             }
         }
+        // Candidate images, best guess first: deskewed (accurate, measured on the upscaled
+        // image where strokes are thick enough), then as is.
+        var candidates: [Candidate] = [Candidate(image: work, transform: toOriginal, deskew: 0)]
+        if options.level == .accurate {
+            let workMask = scale > 1 ? TextPreprocess.inkMask(work) : mask
+            let angle = TextPreprocess.skewAngle(
+                mask: workMask,
+                width: work.width,
+                height: work.height
+            )
+            if abs(angle) >= 0.3 {
+                let (rotated, back) = TextPreprocess.rotatedSmooth(work, degrees: -angle)
+                candidates.insert(
+                    Candidate(image: rotated, transform: toOriginal.after(back), deskew: angle),
+                    at: 0
+                )
+            }
+        }
         logger.debug(
             "ocr preprocess",
-            metadata: ["input": "\(name)", "scale": "\(scale)", "deskew": "\(deskew)"]
+            metadata: [
+                "input": "\(name)", "scale": "\(scale)", "deskew": "\(candidates[0].deskew)",
+            ]
         )
 
-        let target = work
-        let transform = toOriginal
-        let lines: [RecognizedLine] = try TesseractPool.shared.withEngine(key, input: name) {
-            (engine) throws(OCRError) -> [RecognizedLine] in
-            var best = try recognize(engine, target, mode: PSM_AUTO, name: name)
-            if options.level == .accurate, best.meanConfidence < 0.85 || best.lines.isEmpty {
-                for mode in [PSM_SINGLE_BLOCK, PSM_SPARSE_TEXT] {
-                    let other = try recognize(engine, target, mode: mode, name: name)
-                    if other.score > best.score * 1.05 { best = other }
-                }
+        let chosen: (Pass, Candidate) = try TesseractPool.shared.withEngine(key, input: name) {
+            (engine) throws(OCRError) -> (Pass, Candidate) in
+            var best = (
+                try recognize(engine, candidates[0].image, mode: PSM_AUTO, name: name),
+                candidates[0]
+            )
+            guard options.level == .accurate, best.0.meanConfidence < 0.85 || best.0.lines.isEmpty
+            else { return best }
+            for candidate in candidates.dropFirst() {
+                let other = try recognize(engine, candidate.image, mode: PSM_AUTO, name: name)
+                if other.score > best.0.score * 1.05 { best = (other, candidate) }
             }
-            return best.lines.map { Self.mapped($0, transform) }
+            let image = best.1
+            for mode in [PSM_SINGLE_BLOCK, PSM_SPARSE_TEXT] {
+                let other = try recognize(engine, image.image, mode: mode, name: name)
+                if other.score > best.0.score * 1.05 { best = (other, image) }
+            }
+            return best
         }
+        let lines = chosen.0.lines.map { Self.mapped($0, chosen.1.transform) }
+        let deskew = chosen.1.deskew
         let minimum = options.minimumTextHeight
         let kept: [RecognizedLine] = lines.compactMap { line in
             guard minimum > 0 else { return line }
@@ -149,6 +168,13 @@ public struct TextReader: Sendable {
             options.validators.isEmpty
             ? [] : (try TextMatcher(validators: options.validators)).matches(in: kept)
         return TextResult(lines: kept, matches: matches, scale: scale, deskewDegrees: deskew)
+    }
+
+    /// A preprocessed image to recognise, with the way back to the original's coordinates.
+    private struct Candidate {
+        var image: ImageBuffer
+        var transform: PointTransform
+        var deskew: Double
     }
 
     /// One recognition pass, in the working image's coordinates.
