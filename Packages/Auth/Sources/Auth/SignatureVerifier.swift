@@ -237,51 +237,69 @@ public final class SignatureVerifier: Sendable {
     }
 
     /// The value of dictionary member `label` in a structured-field dictionary header
-    /// (`sig1=…, sig2=…`); members are split at top-level commas.
+    /// (`sig1=…, sig2=…`); members are split at top-level commas. Works on UTF-8 bytes:
+    /// every delimiter is ASCII, so the byte indices are valid string indices.
     static func member(_ label: String, in header: String) -> Substring? {
+        let utf8 = header.utf8
         var depth = 0
         var inString = false
-        var start = header.startIndex
-        var index = header.startIndex
-        var members: [Substring] = []
-        while index < header.endIndex {
-            let char = header[index]
+        var start = utf8.startIndex
+        var index = utf8.startIndex
+        while index < utf8.endIndex {
+            let byte = utf8[index]
             if inString {
-                if char == "\\" {
-                    index = header.index(after: index)
-                } else if char == "\"" {
+                if byte == UInt8(ascii: "\\") {
+                    index = utf8.index(after: index)
+                    if index == utf8.endIndex { break }
+                } else if byte == UInt8(ascii: "\"") {
                     inString = false
                 }
-            } else if char == "\"" {
+            } else if byte == UInt8(ascii: "\"") {
                 inString = true
-            } else if char == "(" {
+            } else if byte == UInt8(ascii: "(") {
                 depth += 1
-            } else if char == ")" {
+            } else if byte == UInt8(ascii: ")") {
                 depth -= 1
-            } else if char == ",", depth == 0 {
-                members.append(header[start..<index])
-                start = header.index(after: index)
+            } else if byte == UInt8(ascii: ","), depth == 0 {
+                if let value = memberValue(label, header, start, index) { return value }
+                start = utf8.index(after: index)
             }
-            if index < header.endIndex { index = header.index(after: index) }
+            index = utf8.index(after: index)
         }
-        members.append(header[start...])
-        for member in members {
-            let trimmed = member.drop(while: { $0 == " " })
-            if trimmed.hasPrefix(label + "=") { return trimmed.dropFirst(label.count + 1) }
+        return memberValue(label, header, start, utf8.endIndex)
+    }
+
+    private static func memberValue(
+        _ label: String,
+        _ header: String,
+        _ from: String.Index,
+        _ to: String.Index
+    ) -> Substring? {
+        let utf8 = header.utf8
+        var index = from
+        while index < to, utf8[index] == UInt8(ascii: " ") { index = utf8.index(after: index) }
+        for byte in label.utf8 {
+            guard index < to, utf8[index] == byte else { return nil }
+            index = utf8.index(after: index)
         }
-        return nil
+        guard index < to, utf8[index] == UInt8(ascii: "=") else { return nil }
+        var end = to
+        while end > index, utf8[utf8.index(before: end)] == UInt8(ascii: " ") {
+            end = utf8.index(before: end)
+        }
+        return header[utf8.index(after: index)..<end]
     }
 
     /// The `:base64:` part of the `sha-256` member of a `Content-Digest` header.
     static func sha256Member(of header: String) -> Substring? {
-        guard let value = member("sha-256", in: header) else { return nil }
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard trimmed.hasPrefix(":"), trimmed.hasSuffix(":"), trimmed.count > 2 else { return nil }
-        return Substring(trimmed)
+        guard let value = member("sha-256", in: header), value.utf8.count > 2,
+            value.utf8.first == UInt8(ascii: ":"), value.utf8.last == UInt8(ascii: ":")
+        else { return nil }
+        return value
     }
 }
 
-/// The parameters of a `sig1` inner list.
+/// The parameters of a `sig1` inner list, parsed from its UTF-8 bytes.
 struct ParsedParams {
     var components: [String] = []
     var created: Int64 = 0
@@ -290,37 +308,50 @@ struct ParsedParams {
     var alg = ""
 
     init?(_ text: Substring) {
-        guard text.first == "(", let close = text.firstIndex(of: ")") else { return nil }
-        for item in text[text.index(after: text.startIndex)..<close].split(separator: " ") {
-            guard item.count >= 2, item.first == "\"", item.last == "\"" else { return nil }
-            components.append(String(item.dropFirst().dropLast()))
+        let bytes = Array(text.utf8)
+        guard bytes.first == UInt8(ascii: "("),
+            let close = bytes.firstIndex(of: UInt8(ascii: ")"))
+        else { return nil }
+        for item in bytes[1..<close].split(separator: UInt8(ascii: " ")) {
+            guard item.count >= 2, item.first == UInt8(ascii: "\""), item.last == UInt8(ascii: "\"")
+            else { return nil }
+            components.append(String(decoding: item.dropFirst().dropLast(), as: UTF8.self))
         }
         var sawCreated = false
-        for param in text[text.index(after: close)...].split(
-            separator: ";",
-            omittingEmptySubsequences: true
-        ) {
-            guard let equals = param.firstIndex(of: "=") else { return nil }
-            let name = param[..<equals]
-            let value = param[param.index(after: equals)...]
+        let rest = bytes[(close + 1)...]
+        for param in rest.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: true) {
+            guard let equals = param.firstIndex(of: UInt8(ascii: "=")) else { return nil }
+            let name = param[param.startIndex..<equals]
+            let value = param[(equals + 1)...]
             func string() -> String? {
-                guard value.count >= 2, value.first == "\"", value.last == "\"" else { return nil }
+                guard value.count >= 2, value.first == UInt8(ascii: "\""),
+                    value.last == UInt8(ascii: "\"")
+                else { return nil }
                 let inner = value.dropFirst().dropLast()
-                guard !inner.contains("\""), !inner.contains("\\") else { return nil }
-                return String(inner)
+                guard !inner.contains(UInt8(ascii: "\"")), !inner.contains(UInt8(ascii: "\\"))
+                else { return nil }
+                return String(decoding: inner, as: UTF8.self)
             }
-            switch name {
+            switch String(decoding: name, as: UTF8.self) {
             case "created":
-                guard let number = Int64(value) else { return nil }
+                guard let number = Int64(String(decoding: value, as: UTF8.self)) else { return nil }
                 created = number
                 sawCreated = true
-            case "keyid": guard let v = string() else { return nil }; keyID = v
-            case "nonce": guard let v = string() else { return nil }; nonce = v
-            case "alg": guard let v = string() else { return nil }; alg = v
+            case "keyid":
+                guard let parsed = string() else { return nil }
+                keyID = parsed
+            case "nonce":
+                guard let parsed = string() else { return nil }
+                nonce = parsed
+            case "alg":
+                guard let parsed = string() else { return nil }
+                alg = parsed
             default: continue  // other parameters are covered by the signature anyway
             }
         }
-        guard sawCreated, !keyID.isEmpty, !nonce.isEmpty, nonce.count <= 128 else { return nil }
+        guard sawCreated, !keyID.isEmpty, !nonce.isEmpty, nonce.utf8.count <= 128 else {
+            return nil
+        }
     }
 }
 
