@@ -14,6 +14,9 @@ let package = Package(
         // Packages add `.package(path: "../Packages/<Name>")` here.
         .package(path: "../Packages/Scanner"),
         .package(path: "../Packages/SharedDefaults"),
+        .package(path: "../Packages/Auth"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .executableTarget(
@@ -42,6 +45,17 @@ let package = Package(
                 .product(name: "SharedDefaults", package: "SharedDefaults"),
             ],
             path: "Benchmarks/SharedDefaultsBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "AuthBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Auth", package: "Auth"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/AuthBenchmarks",
             plugins: benchmarkPlugin
         ),
         // Run by compare/shared-defaults-vs-userdefaults.sh: real processes, both stores.
