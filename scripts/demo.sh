@@ -11,6 +11,14 @@ if [[ -x "$bin/scan" ]]; then
   echo "==> scan: every barcode in the corpus ($corpus/barcodes)"
   "$bin/scan" --recursive --quiet "$corpus/barcodes/qrcode-2" "$corpus/barcodes/ean13-1" \
     "$corpus/barcodes/datamatrix-1" | head -n 20 || true
+  if command -v convert >/dev/null; then
+    label=$(mktemp --suffix=.png)
+    convert -density 75 -units PixelsPerInch -pointsize 11 -background white -fill black \
+      "label:IMEI 490154203237518\nSN C02XK1Q8JG5H" -bordercolor white -border 12 "$label"
+    echo "==> scan --text: a 75 dpi label, IMEI validated (Luhn)"
+    "$bin/scan" --text --validate imei --format jsonl --quiet "$label" || true
+    rm -f "$label"
+  fi
   ran=1
 fi
 
