@@ -40,6 +40,12 @@ public struct SignatureRejection: Error, Sendable, CustomStringConvertible {
     /// The `keyid` the request named, when it could be read (not secret).
     public var keyID: String?
 
+    /// Creates a rejection.
+    public init(reason: Reason, keyID: String? = nil) {
+        self.reason = reason
+        self.keyID = keyID
+    }
+
     /// The RFC 9457 document to send with status 401.
     public var problem: ProblemDetails {
         switch reason {

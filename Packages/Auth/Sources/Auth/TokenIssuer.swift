@@ -133,6 +133,9 @@ public struct TokenRejection: Error, Sendable, CustomStringConvertible {
     /// The reason.
     public var reason: Reason
 
+    /// Creates a rejection.
+    public init(reason: Reason) { self.reason = reason }
+
     /// The 401 problem document for a refused access token.
     public var problem: ProblemDetails {
         ProblemDetails(

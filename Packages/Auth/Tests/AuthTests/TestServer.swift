@@ -18,6 +18,8 @@ final class TestServer: Sendable {
         var refreshCount = 0
         var hits: [String: Int] = [:]
         var rejections: [String] = []
+        /// Access tokens this server treats as expired (as if its clock had passed them).
+        var expiredTokens: Set<String> = []
     }
 
     static let username = "ana"
@@ -184,8 +186,16 @@ final class TestServer: Sendable {
     ) async throws -> Response {
         let bytes = Array(try await request.body.collect(upTo: 1 << 20).readableBytesView)
         let session: AuthSession
+        let authorization = Self.header("authorization", request)
+        let expired = knobs.withLock { knobs in
+            authorization.map { knobs.expiredTokens.contains(String($0.dropFirst(7))) } ?? false
+        }
+        if expired {
+            knobs.withLock { $0.rejections.append("token:expired") }
+            return problem(TokenRejection(reason: .expired).problem)
+        }
         do {
-            session = try issuer.authenticate(authorization: Self.header("authorization", request))
+            session = try issuer.authenticate(authorization: authorization)
         } catch {
             knobs.withLock { $0.rejections.append("token:\(error.reason.rawValue)") }
             return problem(error.problem)
