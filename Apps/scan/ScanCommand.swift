@@ -26,6 +26,7 @@ struct ScanCommand: AsyncParsableCommand {
               scan --format jsonl --symbologies qr,datamatrix photos/*.jpg
               scan --recursive --jobs 2 --quiet shelf/ > codes.txt
               curl -s https://example.com/code.png | scan -
+              scan --text --validate imei --format jsonl box.png   (OCR: "text", "lines", "matches")
             """,
         version: SuiteVersion.current
     )
