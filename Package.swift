@@ -13,7 +13,7 @@ let package = Package(
     name: "Shopfloor",
     platforms: [.macOS(.v15)],
     products: [
-        // Apps add their `.executable` products here.
+        // The suite's apps; later parts add reservations, catalog and store-server.
         .executable(name: "suite-defaults", targets: ["suite-defaults"]),
         .executable(name: "scan", targets: ["scan"]),
     ],
@@ -21,7 +21,7 @@ let package = Package(
         .package(path: "Packages/Models"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // Apps add `.package(path: "Packages/<Name>")` here.
+        // The capability packages the apps are thin layers over.
         .package(path: "Packages/SharedDefaults"),
         .package(path: "Packages/Scanner"),
     ],
@@ -36,7 +36,6 @@ let package = Package(
             path: "Apps/CommandSupport",
             swiftSettings: swiftSettings
         ),
-        // Apps add `.executableTarget(name: "<app>", path: "Apps/<app>", ...)` here.
         .executableTarget(
             name: "suite-defaults",
             dependencies: [

@@ -11,7 +11,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(path: "../Packages/Models"),
-        // Packages add `.package(path: "../Packages/<Name>")` here.
         .package(path: "../Packages/Scanner"),
         .package(path: "../Packages/SharedDefaults"),
         .package(path: "../Packages/Auth"),
@@ -28,7 +27,6 @@ let package = Package(
             path: "Benchmarks/ModelsBenchmarks",
             plugins: benchmarkPlugin
         ),
-        // Packages add their `.executableTarget(name: "<Name>Benchmarks", ...)` here.
         .executableTarget(
             name: "ScannerBenchmarks",
             dependencies: [
