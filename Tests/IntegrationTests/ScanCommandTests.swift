@@ -2,23 +2,12 @@ import CommandSupport
 import Foundation
 import Testing
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The `scan` binary, run as a user runs it: real files, real pipes, real exit codes.
 enum ScanTool {
-    struct Run {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
+    typealias Run = CommandRun
 
     /// The build products directory holds both this test bundle and the apps.
-    static var binary: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("scan")
-    }
+    static var binary: URL { CommandRunner.builtBinary("scan") }
 
     /// The barcode corpus: $SHOPFLOOR_CORPUS/barcodes, else <repo>/../shared/corpus/barcodes.
     static var corpus: URL {
@@ -35,62 +24,12 @@ enum ScanTool {
     static func run(_ arguments: [String], stdin: Data? = nil, interruptAfter: Double? = nil) throws
         -> Run
     {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        let input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        try? input.fileHandleForWriting.close()
-        if let interruptAfter {
-            Thread.sleep(forTimeInterval: interruptAfter)
-            kill(process.processIdentifier, SIGINT)
-        }
-        // Read both pipes concurrently so neither fills up and blocks the child.
-        let errData = Mutexed<Data>(Data())
-        let reader = Thread { errData.value = err.fileHandleForReading.readDataToEndOfFile() }
-        reader.start()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while !errData.done { Thread.sleep(forTimeInterval: 0.01) }
-        return Run(
-            status: process.terminationStatus,
-            stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData.value, as: UTF8.self)
-        )
+        try CommandRunner.run(binary, arguments, stdin: stdin, interruptAfter: interruptAfter)
     }
 
     static func temporaryDirectory() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "scan-it-\(UUID().uuidString)"
-        )
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        return dir
+        try CommandRunner.temporaryDirectory(prefix: "scan-it")
     }
-}
-
-/// A value written once by a reader thread and read after it finishes.
-final class Mutexed<T>: @unchecked Sendable {
-    // Safe: `value` is written once by one thread before `done` is set, and read only after
-    // the reader has seen `done` under the lock.
-    private let lock = NSLock()
-    private var stored: T
-    private var finished = false
-    init(_ value: T) { stored = value }
-    var value: T {
-        get { lock.withLock { stored } }
-        set {
-            lock.withLock {
-                stored = newValue; finished = true
-            }
-        }
-    }
-    var done: Bool { lock.withLock { finished } }
 }
 
 @Suite("scan command", .serialized)

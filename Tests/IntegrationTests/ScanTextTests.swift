@@ -10,31 +10,29 @@ struct ScanTextTests {
             "/usr/share/fonts/opentype/urw-base35/NimbusSans-Regular.otf",
         ].first { FileManager.default.fileExists(atPath: $0) } ?? "DejaVu-Sans"
 
+    /// ImageMagick's `convert` is found on PATH through `env`.
+    static let env = URL(fileURLWithPath: "/usr/bin/env")
+
     /// Renders `text` at `dpi` into `dir/name` with ImageMagick; returns the path.
     static func label(_ text: String, dpi: Int = 200, in dir: URL, name: String) throws -> String {
         let path = dir.appendingPathComponent(name).path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "convert", "-density", "\(dpi)", "-units", "PixelsPerInch", "-font", font, "-pointsize",
-            "11",
-            "-background", "white", "-fill", "black", "label:\(text)", "-bordercolor", "white",
-            "-border", "12",
-            path,
-        ]
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0)
+        let run = try CommandRunner.run(
+            env,
+            [
+                "convert", "-density", "\(dpi)", "-units", "PixelsPerInch", "-font", font,
+                "-pointsize", "11",
+                "-background", "white", "-fill", "black", "label:\(text)", "-bordercolor",
+                "white", "-border", "12",
+                path,
+            ]
+        )
+        try #require(run.status == 0)
         return path
     }
 
     static func blank(in dir: URL) throws -> String {
         let path = dir.appendingPathComponent("blank.png").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["convert", "-size", "200x80", "xc:white", path]
-        try process.run()
-        process.waitUntilExit()
+        _ = try CommandRunner.run(env, ["convert", "-size", "200x80", "xc:white", path])
         return path
     }
 

@@ -7,47 +7,35 @@ import Testing
 
 /// The `suite-defaults` binary, run as a user runs it, in a fresh SHOPFLOOR_HOME.
 final class SuiteDefaultsTool {
-    struct Run {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
+    typealias Run = CommandRun
 
     /// The build products directory holds both this test bundle and the apps.
-    static var binary: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("suite-defaults")
-    }
+    static var binary: URL { CommandRunner.builtBinary("suite-defaults") }
 
     let home: URL
 
     init() throws {
-        home = FileManager.default.temporaryDirectory
-            .appendingPathComponent("suite-defaults-cli-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        home = try CommandRunner.temporaryDirectory(prefix: "suite-defaults-cli")
         chmod(home.path, 0o700)
     }
 
     deinit { try? FileManager.default.removeItem(at: home) }
 
-    func start(_ arguments: [String], stdin: String? = nil) throws -> (Process, Pipe, Pipe) {
-        let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = arguments
+    /// The environment the binary runs in: this tool's SHOPFLOOR_HOME, no SHOPFLOOR_SUITE.
+    private var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["SHOPFLOOR_HOME"] = home.path
         environment.removeValue(forKey: "SHOPFLOOR_SUITE")
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let input = Pipe()
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
-        return (process, out, err)
+        return environment
+    }
+
+    func start(_ arguments: [String], stdin: String? = nil) throws -> (Process, Pipe, Pipe) {
+        try CommandRunner.start(
+            Self.binary,
+            arguments,
+            environment: environment,
+            stdin: stdin.map { Data($0.utf8) }
+        )
     }
 
     @discardableResult
@@ -57,14 +45,11 @@ final class SuiteDefaultsTool {
 
     @discardableResult
     func run(_ arguments: [String], stdin: String? = nil) throws -> Run {
-        let (process, out, err) = try start(arguments, stdin: stdin)
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus,
-            stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self)
+        try CommandRunner.run(
+            Self.binary,
+            arguments,
+            environment: environment,
+            stdin: stdin.map { Data($0.utf8) }
         )
     }
 }

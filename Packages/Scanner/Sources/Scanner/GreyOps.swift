@@ -88,8 +88,7 @@ enum GreyOps {
                 }
             }
         }
-        let image = ImageBuffer(uncheckedWidth: w, height: h, format: .grey, stride: w, pixels: out)
-        return (image, .scale(Double(g.width) / Double(w)))
+        return (packed(width: w, height: h, out), .scale(Double(g.width) / Double(w)))
     }
 
     /// Light-on-dark to dark-on-light.
@@ -99,10 +98,7 @@ enum GreyOps {
 
     /// Stretches the 1st..99th percentile of the histogram over the full range.
     static func contrastStretched(_ g: ImageBuffer) -> ImageBuffer? {
-        var histogram = [Int](repeating: 0, count: 256)
-        for y in 0..<g.height {
-            for x in 0..<g.width { histogram[Int(g.pixels[y * g.stride + x])] += 1 }
-        }
+        let histogram = histogram(g)
         let total = g.width * g.height
         var low = 0
         var acc = 0
@@ -154,7 +150,7 @@ enum GreyOps {
                 }
             }
         }
-        return ImageBuffer(uncheckedWidth: w, height: h, format: .grey, stride: w, pixels: out)
+        return packed(width: w, height: h, out)
     }
 
     /// Unsharp masking: `g + amount × (g − blur(g))`, the blur three box passes of `radius`
@@ -171,13 +167,7 @@ enum GreyOps {
                 out[y * g.width + x] = UInt8(max(0, min(255, v + ((v - b) * k) >> 8)))
             }
         }
-        return ImageBuffer(
-            uncheckedWidth: g.width,
-            height: g.height,
-            format: .grey,
-            stride: g.width,
-            pixels: out
-        )
+        return packed(width: g.width, height: g.height, out)
     }
 
     /// A separable box blur of any radius with running sums (edges clamp).
@@ -212,20 +202,14 @@ enum GreyOps {
                 }
             }
         }
-        return ImageBuffer(uncheckedWidth: w, height: h, format: .grey, stride: w, pixels: out)
+        return packed(width: w, height: h, out)
     }
 
     /// Rotated by `degrees` around the centre on a white canvas large enough to hold it.
     static func rotated(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform) {
-        let r = degrees * .pi / 180
-        let cosR = cos(r)
-        let sinR = sin(r)
-        let w = Int((abs(Double(g.width) * cosR) + abs(Double(g.height) * sinR)).rounded(.up))
-        let h = Int((abs(Double(g.width) * sinR) + abs(Double(g.height) * cosR)).rounded(.up))
-        let cx = Double(g.width) / 2
-        let cy = Double(g.height) / 2
-        let ox = Double(w) / 2
-        let oy = Double(h) / 2
+        let rotation = Rotation(g, degrees: degrees)
+        let (w, h, cosR, sinR) = (rotation.width, rotation.height, rotation.cosR, rotation.sinR)
+        let (cx, cy, ox, oy) = (rotation.cx, rotation.cy, rotation.ox, rotation.oy)
         var out = [UInt8](repeating: 255, count: w * h)
         for y in 0..<h {
             let dy = Double(y) - oy
@@ -239,16 +223,69 @@ enum GreyOps {
                 }
             }
         }
-        let image = ImageBuffer(uncheckedWidth: w, height: h, format: .grey, stride: w, pixels: out)
-        let back = PointTransform(
-            a: cosR,
-            b: sinR,
-            c: -sinR,
-            d: cosR,
-            tx: -cosR * ox - sinR * oy + cx,
-            ty: sinR * ox - cosR * oy + cy
+        return (packed(width: w, height: h, out), rotation.back)
+    }
+
+    /// The canvas and centres of an image rotated by `degrees` around its centre: the canvas
+    /// is just large enough to hold the rotated image. Shared by ``rotated(_:degrees:)`` and
+    /// the OCR's smooth rotation so both map points back the same way.
+    struct Rotation {
+        let cosR: Double
+        let sinR: Double
+        /// The rotated canvas's size.
+        let width: Int
+        let height: Int
+        /// The source's centre.
+        let cx: Double
+        let cy: Double
+        /// The canvas's centre.
+        let ox: Double
+        let oy: Double
+
+        init(_ g: ImageBuffer, degrees: Double) {
+            let r = degrees * .pi / 180
+            cosR = cos(r)
+            sinR = sin(r)
+            width = Int((abs(Double(g.width) * cosR) + abs(Double(g.height) * sinR)).rounded(.up))
+            height = Int((abs(Double(g.width) * sinR) + abs(Double(g.height) * cosR)).rounded(.up))
+            cx = Double(g.width) / 2
+            cy = Double(g.height) / 2
+            ox = Double(width) / 2
+            oy = Double(height) / 2
+        }
+
+        /// From canvas coordinates back to the source's.
+        var back: PointTransform {
+            PointTransform(
+                a: cosR,
+                b: sinR,
+                c: -sinR,
+                d: cosR,
+                tx: -cosR * ox - sinR * oy + cx,
+                ty: sinR * ox - cosR * oy + cy
+            )
+        }
+    }
+
+    /// How many pixels of each grey level `g` has.
+    static func histogram(_ g: ImageBuffer) -> [Int] {
+        var histogram = [Int](repeating: 0, count: 256)
+        for y in 0..<g.height {
+            let row = y * g.stride
+            for x in 0..<g.width { histogram[Int(g.pixels[row + x])] += 1 }
+        }
+        return histogram
+    }
+
+    /// A packed grey image (stride = width) of `pixels`.
+    static func packed(width: Int, height: Int, _ pixels: [UInt8]) -> ImageBuffer {
+        ImageBuffer(
+            uncheckedWidth: width,
+            height: height,
+            format: .grey,
+            stride: width,
+            pixels: pixels
         )
-        return (image, back)
     }
 
     private static func map(_ g: ImageBuffer, _ f: (UInt8) -> UInt8) -> ImageBuffer {
@@ -256,12 +293,6 @@ enum GreyOps {
         for y in 0..<g.height {
             for x in 0..<g.width { out[y * g.width + x] = f(g.pixels[y * g.stride + x]) }
         }
-        return ImageBuffer(
-            uncheckedWidth: g.width,
-            height: g.height,
-            format: .grey,
-            stride: g.width,
-            pixels: out
-        )
+        return packed(width: g.width, height: g.height, out)
     }
 }

@@ -1,5 +1,24 @@
+/// An error about one input, named as the caller named it: ``ImageError`` and ``OCRError``
+/// describe themselves the same way, `<input>: <message> (<cause>)`.
+public protocol InputError: Error, Sendable, CustomStringConvertible {
+    /// The input, as the caller named it.
+    var input: String { get }
+    /// A human message naming the problem.
+    var message: String { get }
+    /// The underlying error or more detail, when there is one.
+    var cause: String? { get }
+}
+
+extension InputError {
+    /// `<input>: <message>`, with the cause when there is one.
+    public var description: String {
+        if let cause { return "\(input): \(message) (\(cause))" }
+        return "\(input): \(message)"
+    }
+}
+
 /// Why an image could not be made into an ``ImageBuffer``.
-public struct ImageError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ImageError: InputError, Equatable {
     /// What went wrong, stable for callers to switch on.
     public enum Code: String, Sendable, Codable, CaseIterable {
         /// The input has no bytes.
@@ -35,11 +54,5 @@ public struct ImageError: Error, Sendable, Equatable, CustomStringConvertible {
         self.input = input
         self.message = message
         self.cause = cause
-    }
-
-    /// `<input>: <message>`, with the cause when there is one.
-    public var description: String {
-        if let cause { return "\(input): \(message) (\(cause))" }
-        return "\(input): \(message)"
     }
 }

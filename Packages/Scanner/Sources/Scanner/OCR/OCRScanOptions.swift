@@ -92,7 +92,7 @@ public enum TextValidator: Sendable, Hashable, Codable {
 }
 
 /// Why text could not be recognised.
-public struct OCRError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct OCRError: InputError, Equatable {
     /// What went wrong, stable for callers to switch on.
     public enum Code: String, Sendable, Codable, CaseIterable {
         /// A requested language has no `.traineddata` in any tessdata directory.
@@ -119,11 +119,5 @@ public struct OCRError: Error, Sendable, Equatable, CustomStringConvertible {
         self.input = input
         self.message = message
         self.cause = cause
-    }
-
-    /// `<input>: <message>`, with the cause when there is one.
-    public var description: String {
-        if let cause { return "\(input): \(message) (\(cause))" }
-        return "\(input): \(message)"
     }
 }

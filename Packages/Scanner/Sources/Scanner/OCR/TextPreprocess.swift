@@ -5,11 +5,7 @@ import Foundation
 enum TextPreprocess {
     /// Otsu's threshold of a grey image's histogram.
     static func otsuThreshold(_ g: ImageBuffer) -> UInt8 {
-        var histogram = [Int](repeating: 0, count: 256)
-        for y in 0..<g.height {
-            let row = y * g.stride
-            for x in 0..<g.width { histogram[Int(g.pixels[row + x])] += 1 }
-        }
+        let histogram = GreyOps.histogram(g)
         let total = g.width * g.height
         var sumAll = 0.0
         for i in 0..<256 { sumAll += Double(i * histogram[i]) }
@@ -133,15 +129,9 @@ extension TextPreprocess {
     /// Rotated by `degrees` around the centre with bilinear interpolation (smooth glyph edges
     /// matter to the recogniser), on a white canvas; same geometry as ``GreyOps/rotated``.
     static func rotatedSmooth(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform) {
-        let r = degrees * .pi / 180
-        let cosR = cos(r)
-        let sinR = sin(r)
-        let w = Int((abs(Double(g.width) * cosR) + abs(Double(g.height) * sinR)).rounded(.up))
-        let h = Int((abs(Double(g.width) * sinR) + abs(Double(g.height) * cosR)).rounded(.up))
-        let cx = Double(g.width) / 2
-        let cy = Double(g.height) / 2
-        let ox = Double(w) / 2
-        let oy = Double(h) / 2
+        let rotation = GreyOps.Rotation(g, degrees: degrees)
+        let (w, h, cosR, sinR) = (rotation.width, rotation.height, rotation.cosR, rotation.sinR)
+        let (cx, cy, ox, oy) = (rotation.cx, rotation.cy, rotation.ox, rotation.oy)
         var out = [UInt8](repeating: 255, count: w * h)
         g.pixels.withUnsafeBufferPointer { src in
             out.withUnsafeMutableBufferPointer { o in
@@ -169,15 +159,6 @@ extension TextPreprocess {
                 }
             }
         }
-        let image = ImageBuffer(uncheckedWidth: w, height: h, format: .grey, stride: w, pixels: out)
-        let transform = PointTransform(
-            a: cosR,
-            b: sinR,
-            c: -sinR,
-            d: cosR,
-            tx: -cosR * ox - sinR * oy + cx,
-            ty: sinR * ox - cosR * oy + cy
-        )
-        return (image, transform)
+        return (GreyOps.packed(width: w, height: h, out), rotation.back)
     }
 }
