@@ -10,6 +10,10 @@ export SHOPFLOOR_CORPUS ?= $(abspath $(CURDIR)/../shared/corpus)
 # libtesseract uses OpenMP; our engines are pooled per thread, so one OpenMP thread each.
 export OMP_THREAD_LIMIT ?= 1
 
+# Sources only: never the checkouts under .build directories.
+FORMAT_PATHS := Package.swift Apps Tests Benchmarks/Package.swift Benchmarks/Benchmarks \
+  $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
+
 .PHONY: help deps build test demo bench format release clean
 
 help: ## list the targets
@@ -45,8 +49,7 @@ bench: deps build ## package-benchmark suites, then comparisons against the tool
 	done
 
 format: ## format all Swift sources with swift-format and .swift-format
-	$(SWIFT) format --in-place --recursive --configuration .swift-format \
-	  Package.swift Apps Tests Packages Benchmarks/Package.swift Benchmarks/Benchmarks
+	$(SWIFT) format --in-place --recursive --configuration .swift-format $(FORMAT_PATHS)
 
 release: deps ## release build with the Swift standard library linked statically
 	$(SWIFT) build -c release --static-swift-stdlib

@@ -9,7 +9,11 @@ let package = Package(
     name: "ShopfloorBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(
+            url: "https://github.com/ordo-one/benchmark",
+            from: "1.38.1",
+            traits: ["MallocInterposer"]
+        ),
         .package(path: "../Packages/Models"),
         .package(path: "../Packages/Scanner"),
         .package(path: "../Packages/SharedDefaults"),

@@ -146,7 +146,8 @@ struct ScanCommand: AsyncParsableCommand {
 
         let textReader = try textMode.makeReader(region: region, logger: logger)
         let scanner = FileScanner(
-            barcodes: textMode.readsBarcodes ? BarcodeReader(options: options, logger: logger) : nil,
+            barcodes: textMode.readsBarcodes
+                ? BarcodeReader(options: options, logger: logger) : nil,
             limits: ImageLimits(maximumPixelCount: maxMegapixels * 1_000_000),
             text: textReader
         )

@@ -25,7 +25,9 @@ struct StoreDay: Codable {
 }
 
 private func fixture(_ name: String) throws -> Data {
-    let url = try #require(Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures"))
+    let url = try #require(
+        Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures")
+    )
     return try Data(contentsOf: url)
 }
 
@@ -41,7 +43,9 @@ struct StoreDayTests {
     func suiteVersionIsAccepted() throws {
         let ours = try SemanticVersion(parsing: SuiteVersion.current)
         #expect(!day.configuration.requiresUpdate(clientVersion: ours))
-        #expect(day.configuration.requiresUpdate(clientVersion: try SemanticVersion(parsing: "0.0.9")))
+        #expect(
+            day.configuration.requiresUpdate(clientVersion: try SemanticVersion(parsing: "0.0.9"))
+        )
     }
 
     @Test("Flags resolve for this store with store over region over market")
@@ -55,9 +59,12 @@ struct StoreDayTests {
         #expect(elsewhere["receiptFooter"] == .string("Thank you!"))
     }
 
-    @Test("A scanned pass finds its reservation and checks it in", arguments: [
-        "shopfloor://reservations/FK6S-Y95A", "fk6s y95a", "FK6SY95A",
-    ])
+    @Test(
+        "A scanned pass finds its reservation and checks it in",
+        arguments: [
+            "shopfloor://reservations/FK6S-Y95A", "fk6s y95a", "FK6SY95A",
+        ]
+    )
     func scannedPassChecksIn(payload: String) throws {
         let code = try ConfirmationCode(passPayload: payload)
         var reservation = try #require(day.reservations.items.first { $0.confirmationCode == code })

@@ -18,9 +18,14 @@ private func makeReservations() -> [Reservation] {
         return try! Reservation(
             confirmationCode: .random(using: &generator),
             status: Reservation.Status.allCases[i % Reservation.Status.allCases.count],
-            startsAt: startsAt, endsAt: startsAt.addingTimeInterval(1_800),
-            storeID: store, customerID: UUID(), partySize: 1 + i % 4,
-            topic: "Setup of a new device #\(i)", notes: i % 3 == 0 ? "Bring the receipt" : nil)
+            startsAt: startsAt,
+            endsAt: startsAt.addingTimeInterval(1_800),
+            storeID: store,
+            customerID: UUID(),
+            partySize: 1 + i % 4,
+            topic: "Setup of a new device #\(i)",
+            notes: i % 3 == 0 ? "Bring the receipt" : nil
+        )
     }
 }
 
