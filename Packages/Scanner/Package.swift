@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 // Scanner: barcodes (libzbar and ZXing-C++) from images decoded through leptonica and libpng.
 // ZXing-C++ 3.1.1 is a pinned source build that `make deps` (scripts/deps.d/zxing.sh)
-// installs into <repo>/.deps; set SHOPFLOOR_ZXING_PREFIX to use another install.
+// caches outside the clone and links from <repo>/.deps; set SHOPFLOOR_ZXING_PREFIX to use another install.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [

@@ -1,18 +1,41 @@
 #!/usr/bin/env bash
 # Pinned source build of ZXing-C++ 3.1.1 (Apache-2.0) for Packages/Scanner, from the
 # PyPI sdist `zxing-cpp==3.1.1` (it carries the C++ core and its C API, ZXing/ZXingC.h).
-# Installs a static library into .deps/zxing-cpp-3.1.1 (gitignored). Idempotent: skips
-# the build when that prefix already holds the pinned version.
+# Builds a static library once per machine into a cache outside the clone, keyed by the
+# sdist's sha256 ($SHOPFLOOR_DEPS_CACHE, else $XDG_CACHE_HOME/shopfloor/deps, else
+# ~/.cache/shopfloor/deps), and links .deps/zxing-cpp-3.1.1 (gitignored) to it, so new clones
+# and worktrees reuse it. Idempotent: skips the build when the cache holds the pinned version.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 version=3.1.1
 sha256=1051a521b21a9fe206702ad4186aeb195154e3e1badcd99576d030723f36382b
-root=$PWD/.deps
-prefix=$root/zxing-cpp-$version
+cache=${SHOPFLOOR_DEPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shopfloor/deps}
+prefix=$cache/zxing-cpp-$version-${sha256:0:16}
 stamp=$prefix/.built
+link=$PWD/.deps/zxing-cpp-$version
+
+# Points the clone's .deps/zxing-cpp-<version> at the cached build.
+link_into_clone() {
+  mkdir -p "$(dirname "$link")"
+  if [[ -L "$link" || ! -e "$link" ]]; then
+    ln -sfn "$prefix" "$link"
+  else  # a build from before the cache: replace it with the link
+    rm -rf "$link" && ln -s "$prefix" "$link"
+  fi
+}
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$version $sha256" ]]; then
+  link_into_clone
+  echo "deps: zxing-cpp $version present in $prefix" >&2
+  exit 0
+fi
+mkdir -p "$cache"
+# One build at a time per cache, so parallel clones do not race on the same prefix.
+exec 9>"$cache/.zxing.lock"
+flock 9
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$version $sha256" ]]; then
+  link_into_clone
   echo "deps: zxing-cpp $version present in $prefix" >&2
   exit 0
 fi
@@ -41,4 +64,5 @@ cmake --build "$work/build" -j "$jobs" >&2
 rm -rf "$prefix"
 cmake --install "$work/build" >&2
 echo "$version $sha256" >"$stamp"
+link_into_clone
 echo "deps: zxing-cpp $version installed in $prefix" >&2
