@@ -36,6 +36,12 @@ let package = Package(
             pkgConfig: "tesseract",
             providers: [.apt(["libtesseract-dev", "libleptonica-dev", "tesseract-ocr-eng"])]
         ),
+        // leptonica's image operations (scaling, blur, rotation, thresholds, drawing).
+        .systemLibrary(
+            name: "CLeptonica",
+            pkgConfig: "lept",
+            providers: [.apt(["libleptonica-dev"])]
+        ),
         // Image files to pixels: PNG and JPEG through libpng and libjpeg with our own error handlers
         // (they print to stderr otherwise), every other format through leptonica, silenced.
         .target(
@@ -60,7 +66,7 @@ let package = Package(
         .target(
             name: "Scanner",
             dependencies: [
-                "CZBar", "CImageIO", "CZXingShim", "CTesseract",
+                "CZBar", "CImageIO", "CZXingShim", "CTesseract", "CLeptonica",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
