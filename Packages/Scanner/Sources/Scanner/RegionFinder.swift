@@ -221,7 +221,9 @@ enum RegionFinder {
                 found.append(
                     CandidateRegion(
                         box: box,
-                        isLinear: coherence >= 0.55,
+                        // 2D symbols measure below 0.2; bars 0.5-0.9, lower for faint
+                        // ones whose region takes in their digits.
+                        isLinear: coherence >= 0.3,
                         angle: angle,
                         score: Double(sumEnergy - backgroundEnergy * Float(tiles)),
                         tiles: tiles,

@@ -55,7 +55,7 @@ struct RegionSearch {
             let found = ZBarEngine.read(
                 grey,
                 symbologies: options.symbologies,
-                scanLines: .half,
+                scanLines: ZBarEngine.ScanLines.half.capped(height: grey.height, width: grey.width),
                 transform: .identity
             )
             add(found, to: &merger)
@@ -224,7 +224,10 @@ struct RegionSearch {
     /// The symbologies worth asking for on a region that looks like bars: 1D codes and
     /// PDF417 (whose rows look like bars).
     private var barSymbologies: Set<Symbology> {
-        options.symbologies.filter { $0.isLinear || $0 == .pdf417 }
+        options.symbologies.filter {
+            $0.isLinear
+                || ($0 == .pdf417 && ProcessInfo.processInfo.environment["SCANNER_NOPDF"] == nil)
+        }
     }
 
     private func zxingPass() -> ZXingEngine.Pass {
@@ -282,21 +285,29 @@ struct RegionSearch {
             guard !symbologies.isEmpty else { return ("none", []) }
             var uprightFirst = first
             uprightFirst.tryInvert = false
-            stages.append(Stage("harder", symbologies, uprightFirst, zbar: .rows, keep))
-            if fine || thorough {
-                stages.append(Stage("upscale x2", symbologies, harder, zbar: .rows, upscale2))
-            }
+            // In the order of what rescued most per cost on the degraded set: the harder
+            // search, a fixed threshold (cheap), then scaling up; sharpening and the global
+            // binarizer rescued none there and run only when thorough.
+            // Weakly oriented texture may be a 2D symbol among text: the first pass asks for
+            // every symbology.
+            let firstSymbologies = candidate.coherence < 0.55 ? options.symbologies : symbologies
+            stages.append(Stage("harder", firstSymbologies, uprightFirst, zbar: .rows, keep))
             var fixed = harder
             fixed.binarizer = .fixedThreshold
             stages.append(Stage("fixed threshold", symbologies, fixed, zbar: nil, keep))
-            stages.append(
-                Stage("sharpen", symbologies, quick, zbar: .rows) { g in
-                    (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
-                }
-            )
-            var global = quick
-            global.binarizer = .globalHistogram
-            stages.append(Stage("global histogram", symbologies, global, zbar: nil, keep))
+            if fine || thorough {
+                stages.append(Stage("upscale x2", symbologies, harder, zbar: .rows, upscale2))
+            }
+            if thorough {
+                stages.append(
+                    Stage("sharpen", symbologies, quick, zbar: .rows) { g in
+                        (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
+                    }
+                )
+                var global = quick
+                global.binarizer = .globalHistogram
+                stages.append(Stage("global histogram", symbologies, global, zbar: nil, keep))
+            }
             if inverted || (thorough && options.searchesInverted) {
                 stages.insert(
                     Stage("inverted", symbologies, harder, zbar: .rows) { g in
@@ -313,27 +324,37 @@ struct RegionSearch {
                 )
             }
         } else {
-            let symbologies = options.symbologies
-            stages.append(Stage("harder", symbologies, first, zbar: nil, keep))
+            // The harder search asks for everything (a 1D code at an angle next to its
+            // digits can look isotropic); the variants after it for 2D symbols only, which
+            // spares ZXing's row-by-row 1D readers.
+            let all = options.symbologies
+            let symbologies = all.filter { !$0.isLinear }
+            stages.append(Stage("harder", all, first, zbar: nil, keep))
+            var fixed = harder
+            fixed.binarizer = .fixedThreshold
+            // (The fixed threshold is cheap, and low-contrast 1D codes, whose bars blur into
+            // their digits, end up here: it asks for everything too.)
+            stages.append(Stage("fixed threshold", all, fixed, zbar: nil, keep))
             if fine || thorough {
                 stages.append(Stage("upscale x2", symbologies, harder, zbar: nil, upscale2))
             }
-            var fixed = harder
-            fixed.binarizer = .fixedThreshold
-            stages.append(Stage("fixed threshold", symbologies, fixed, zbar: nil, keep))
             // Noise, print dots and photo-textured modules: a light blur joins them (zbar's
-            // QR reader, which binarizes its own way, reads some that ZXing does not).
+            // QR reader, which binarizes its own way, reads some that ZXing does not; it
+            // costs a scan of every line, so only on regions of symbol size).
             stages.append(
-                Stage("blur", symbologies, first, zbar: .all) { g in (GreyOps.blurred(g), .identity)
+                Stage("blur", symbologies, harder, zbar: fine ? .all : nil) { g in
+                    (GreyOps.blurred(g), .identity)
                 }
             )
-            var global = quick
-            global.binarizer = .globalHistogram
-            stages.append(
-                Stage("contrast", symbologies, global, zbar: nil) { g in
-                    (GreyOps.contrastStretched(g) ?? g, .identity)
-                }
-            )
+            if thorough {
+                var global = quick
+                global.binarizer = .globalHistogram
+                stages.append(
+                    Stage("contrast", symbologies, global, zbar: nil) { g in
+                        (GreyOps.contrastStretched(g) ?? g, .identity)
+                    }
+                )
+            }
             // Square, isotropic texture (a 2D symbol's, not text's or a 1D code's): worth
             // the strongest smoothing too.
             let square =
@@ -362,6 +383,8 @@ struct RegionSearch {
                 }
             }
         }
+        // Variants with nothing left to ask for (2D variants when only 1D codes are wanted).
+        stages.removeAll { $0.symbologies.isEmpty }
         var last = "none"
         for stage in stages {
             last = stage.name
@@ -387,11 +410,16 @@ struct RegionSearch {
                     maximumSymbols: options.maximumSymbols,
                     transform: transform
                 ) ?? []
-            if found.isEmpty, let lines = stage.zbar, ZBarEngine.supports(any: stage.symbologies) {
+            if found.isEmpty, ProcessInfo.processInfo.environment["SCANNER_NOZBAR"] == nil,
+                let lines = stage.zbar, ZBarEngine.supports(any: stage.symbologies)
+            {
                 found = ZBarEngine.read(
                     image,
                     symbologies: stage.symbologies,
-                    scanLines: lines,
+                    // 1D stages: lines across the bars are plenty; 2D: zbar's QR finder
+                    // needs every line.
+                    scanLines: candidate.isLinear
+                        ? lines.capped(height: image.height, width: image.width) : lines,
                     transform: transform
                 )
             }

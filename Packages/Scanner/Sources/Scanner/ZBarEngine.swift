@@ -29,6 +29,15 @@ enum ZBarEngine {
         static let half = ScanLines(rowsEvery: 2, columnsEvery: 2)
         /// Rows only: for upright bars.
         static let rows = ScanLines(rowsEvery: 1, columnsEvery: 0)
+
+        /// At most about 100 lines each way: a symbol tall enough for more is crossed by
+        /// plenty, and zbar's cost is per line (noise and texture make each line slow).
+        func capped(height: Int, width: Int) -> ScanLines {
+            ScanLines(
+                rowsEvery: rowsEvery == 0 ? 0 : max(rowsEvery, height / 100),
+                columnsEvery: columnsEvery == 0 ? 0 : max(columnsEvery, width / 100)
+            )
+        }
     }
 
     /// Reads `grey` (format `.grey`), or only `region` of it; `transform` maps its points to
