@@ -103,6 +103,27 @@ enum RegionFinder {
             }
         }
 
+        /// The share of oriented edge energy over the tiles whose centre lies in `rect`
+        /// (1 for bars, near 0 for noise), or nil when fewer than two tiles do.
+        func coherence(in rect: PixelRect) -> Double? {
+            let c0 = max(0, (rect.x - cell / 2 + cell - 1) / cell)
+            let c1 = min(columns - 1, (rect.x + rect.width - cell / 2) / cell)
+            let r0 = max(0, (rect.y - cell / 2 + cell - 1) / cell)
+            let r1 = min(rows - 1, (rect.y + rect.height - cell / 2) / cell)
+            guard c0 <= c1, r0 <= r1, (c1 - c0 + 1) * (r1 - r0 + 1) >= 2 else { return nil }
+            var (a, b, c) = (Float(0), Float(0), Float(0))
+            for ty in r0...r1 {
+                for tx in c0...c1 {
+                    let t = ty * columns + tx
+                    a += xx[t]
+                    b += yy[t]
+                    c += xy[t]
+                }
+            }
+            guard a + b > 0 else { return 0 }
+            return Double(((a - b) * (a - b) + 4 * c * c).squareRoot() / (a + b))
+        }
+
         func regions(excluding excluded: [PixelRect], limit: Int) -> [CandidateRegion] {
             let count = columns * rows
             guard count >= 4 else { return [] }

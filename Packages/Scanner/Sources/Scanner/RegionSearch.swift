@@ -19,12 +19,16 @@ struct RegionSearch {
     private var claimed: [PixelRect] = []
     /// Every reading so far, in `grey`'s coordinates.
     private var decoded: [Barcode] = []
+    /// The image's edge structure (``RegionFinder``): where to search, and whether a 1D
+    /// reading's place looks like bars.
+    private let field: RegionFinder.TensorField
 
     init(grey: ImageBuffer, base: PointTransform, options: BarcodeScanOptions, logger: Logger) {
         self.grey = grey
         self.base = base
         self.options = options
         self.logger = logger
+        self.field = RegionFinder.TensorField(grey)
     }
 
     /// How many regions get the costly variants.
@@ -44,7 +48,7 @@ struct RegionSearch {
                 maximumSymbols: options.maximumSymbols,
                 transform: .identity
             ) ?? ZXingEngine.Reading()
-        add(first.decoded, to: &merger)
+        add(first.decoded, to: &merger, checked: false)
         logger.debug("scanner pass", metadata: Self.metadata("zxing", first.decoded.count, started))
         if merger.isFull { return }
 
@@ -72,7 +76,7 @@ struct RegionSearch {
 
         // Too faint or too small for a symbol (tiles × energy: no region below 8,600 held
         // one in the degraded set; noise and the edges of decoded symbols sit below 2,000).
-        let regions = RegionFinder.regions(in: grey, excluding: claimed, limit: regionBudget * 3)
+        let regions = field.regions(excluding: claimed, limit: regionBudget * 3)
             .filter { Double($0.tiles) * $0.energy >= 5000 }
         var textured = regions.map(Candidate.init(region:))
         // Symbols ZXing located come first; the textured region around one gives its extent
@@ -120,6 +124,57 @@ struct RegionSearch {
             if found.isEmpty {
                 // Searched without result: later candidates inside it would repeat the work.
                 claimed.append(area)
+            }
+        }
+        if options.effort == .thorough, merger.isEmpty {
+            wholeImage(into: &merger)
+        }
+    }
+
+    /// Thorough effort, when the regions gave nothing: the whole image through the variants
+    /// that find what the region analysis misses (a symbol cut by the frame, faint texture,
+    /// a 45° tilt the texture measure took for another).
+    private mutating func wholeImage(into merger: inout Merger) {
+        var harder = zxingPass()
+        let variants: [(String, Set<Symbology>, ZXingEngine.Pass, Derivation)] = [
+            ("whole upscale x2", options.symbologies, harder, { g in GreyOps.scaled(g, by: 2) }),
+            (
+                "whole sharpen", barSymbologies, harder,
+                { g in (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity) }
+            ),
+            (
+                "whole rotate 45", options.symbologies, harder,
+                { g in GreyOps.rotated(g, degrees: 45) }
+            ),
+            (
+                "whole rotate -45", options.symbologies, harder,
+                { g in GreyOps.rotated(g, degrees: -45) }
+            ),
+        ]
+        harder.binarizer = .fixedThreshold
+        let fixed: (String, Set<Symbology>, ZXingEngine.Pass, Derivation) = (
+            "whole fixed threshold", options.symbologies, harder, { g in (g, .identity) }
+        )
+        for (name, symbologies, pass, derive) in [fixed] + variants {
+            guard !symbologies.isEmpty else { continue }
+            let started = ContinuousClock.now
+            let (image, t) = derive(grey)
+            var found =
+                ZXingEngine.read(
+                    image,
+                    symbologies: symbologies,
+                    pass: pass,
+                    maximumSymbols: options.maximumSymbols,
+                    transform: t
+                ) ?? []
+            if found.isEmpty, ZBarEngine.supports(any: symbologies) {
+                found = ZBarEngine.read(image, symbologies: symbologies, transform: t)
+            }
+            found = found.filter(liesOnBars)
+            logger.debug("scanner pass", metadata: Self.metadata(name, found.count, started))
+            if !found.isEmpty {
+                add(found, to: &merger)
+                return
             }
         }
     }
@@ -425,7 +480,7 @@ struct RegionSearch {
             }
             // Only what is new ends the region's search: a neighbour decoded before may
             // be read again from the same pixels.
-            let fresh = found.filter { code in !isDecoded(code) }
+            let fresh = found.filter { code in !isDecoded(code) && liesOnBars(code) }
             if !fresh.isEmpty { return (last, fresh) }
         }
         return (last, [])
@@ -481,8 +536,49 @@ struct RegionSearch {
 
     // MARK: - Results
 
-    /// Claims the readings' places and adds them, mapped to the caller's coordinates.
-    private mutating func add(_ found: [Barcode], to merger: inout Merger) {
+    /// Whether a 1D reading from a fallback pass lies on bars: over its place the edges run
+    /// one way. A decoder driven hard enough (scaled, sharpened, zbar on every line) can
+    /// find a valid EAN, ITF or DataBar in wood grain or sensor noise; bars there are not.
+    private func liesOnBars(_ code: Barcode) -> Bool {
+        guard code.symbology.isLinear else { return true }
+        var box = code.boundingBox
+        // A scan line: give it the height of the bars around it.
+        if box.height < box.width / 4 {
+            box = PixelRect(
+                x: box.x,
+                y: box.y - box.width / 8,
+                width: box.width,
+                height: box.width / 4
+            )
+        } else if box.width < box.height / 4 {
+            box = PixelRect(
+                x: box.x - box.height / 8,
+                y: box.y,
+                width: box.height / 4,
+                height: box.height
+            )
+        }
+        guard let coherence = field.coherence(in: box) else { return true }
+        return coherence >= 0.3
+    }
+
+    /// Claims the readings' places and adds them, mapped to the caller's coordinates;
+    /// readings of fallback passes (`checked`) only where they lie on bars.
+    private mutating func add(_ found: [Barcode], to merger: inout Merger, checked: Bool = true) {
+        let found =
+            checked
+            ? found.filter { code in
+                let ok = liesOnBars(code)
+                if !ok {
+                    logger.debug(
+                        "scanner rejected",
+                        metadata: [
+                            "symbology": "\(code.symbology.rawValue)", "text": "\(code.text)",
+                        ]
+                    )
+                }
+                return ok
+            } : found
         for code in found {
             claimed.append(Self.widened(code))
         }
