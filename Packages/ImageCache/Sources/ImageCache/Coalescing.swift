@@ -41,6 +41,11 @@ final class TaskCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Jobs running now (for tests and statistics).
     var runningCount: Int { jobs.withLock { $0.count } }
+
+    /// The priority of the job running for `key`, if any.
+    func priority(of key: Key) -> ImageRequest.Priority? {
+        jobs.withLock { $0[key] }?.priority
+    }
 }
 
 /// One caller's place in a job.
@@ -356,4 +361,10 @@ final class DownloadQueue: Sendable {
 
     /// Downloads running now.
     var running: Int { state.withLock { $0.running } }
+
+    /// Tickets waiting for a slot.
+    var waiting: Int {
+        state.withLock { state in state.tickets.values.filter { !$0.granted && !$0.cancelled }.count
+        }
+    }
 }

@@ -519,6 +519,14 @@ public final class ImagePipeline<Image: Sendable>: Sendable {
         try diskCache?.removeAll()
     }
 
+    /// Downloads waiting for a slot (for tests).
+    var queuedDownloads: Int { downloads.waiting }
+
+    /// The priority of the download job for `request`, while it runs (for tests).
+    func downloadPriority(for request: ImageRequest) -> ImageRequest.Priority? {
+        dataJobs.priority(of: JobKey(key: request.key, policy: request.cachePolicy))
+    }
+
     /// Counts over the pipeline's life.
     public var statistics: Statistics {
         let (requests, decodes) = counters.withLock { ($0.transportRequests, $0.decodes) }
