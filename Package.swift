@@ -68,6 +68,8 @@ let package = Package(
             dependencies: [
                 "CommandSupport",
                 .product(name: "Models", package: "Models"),
+                .product(name: "Scanner", package: "Scanner"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
             ],
             path: "Tests/IntegrationTests",
             resources: [.copy("Fixtures")],

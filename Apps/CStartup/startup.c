@@ -1,6 +1,5 @@
-// See CStartup.h. Everything here runs in a constructor, before Swift's runtime starts the
-// app's main: from the first instant the app's code runs, SIGINT and SIGTERM are recorded,
-// never lost and never fatal.
+// See CStartup.h. Everything here runs before any Swift code: from then on SIGINT and SIGTERM
+// are recorded, never lost and never fatal.
 #define _GNU_SOURCE
 #include "CStartup.h"
 
@@ -80,10 +79,21 @@ void sf_signal_block_for_exec(void) {
     sigprocmask(SIG_BLOCK, &stops, NULL);
 }
 
-// Only the apps define this marker (CommandSupport's `SuiteCommand`); test bundles that link
+void sf_signal_unblock(void) {
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigprocmask(SIG_UNBLOCK, &stops, NULL);
+}
+
+// Only the apps define this marker (one `@_cdecl` line beside their `@main`); test bundles that link
 // CommandSupport do not, so their own signal handling is left alone.
 extern void sf_startup_app_marker(void) __attribute__((weak));
 
+// Runs when the executable's own initialisers run: after the dynamic loader has mapped and
+// relocated the libraries (tens of milliseconds for this many, before which any program's
+// signals take their default action) and before any Swift code.
 __attribute__((constructor)) static void sf_startup_early(void) {
     if (sf_startup_app_marker) sf_startup_install();
 }

@@ -70,6 +70,19 @@ public enum StopSignal {
         standardStreamsLock.withLock { _ in _exit(status) }
     }
 
+    /// Replaces this process with a new run of its program (`/proc/self/exe`) with
+    /// `arguments`, so a stop signal that arrives meanwhile stays pending for the new image
+    /// rather than killing it; when one has arrived already, exits 130/143 instead. Returns
+    /// only when the exec fails.
+    public static func reexecute(_ arguments: [String]) {
+        sf_signal_block_for_exec()
+        if let status = exitStatus { _exit(status.rawValue) }
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
+        argv.append(nil)
+        execv("/proc/self/exe", &argv)
+        sf_signal_unblock()
+    }
+
     private static func watch(_ fd: Int32) {
         var first: Int32 = 0
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

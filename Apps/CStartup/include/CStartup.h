@@ -27,6 +27,9 @@ int sf_startup_fd_was_closed(int fd);
 /// while the new image starts is kept pending for it instead of killing it.
 void sf_signal_block_for_exec(void);
 
+/// Undoes sf_signal_block_for_exec after a failed exec.
+void sf_signal_unblock(void);
+
 #ifdef __cplusplus
 }
 #endif
