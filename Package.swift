@@ -26,12 +26,17 @@ let package = Package(
         .package(path: "Packages/Scanner"),
     ],
     targets: [
-        // Shared by every app: suite version, exit codes, common flags, stderr messages.
+        // Process start-up before any Swift code: standard descriptors, stop signals.
+        .target(name: "CStartup", path: "Apps/CStartup"),
+        // Shared by every app: the entry point, stop signals, checked stdout and stderr,
+        // log lines, suite version, exit codes, common flags, the JSON list page.
         .target(
             name: "CommandSupport",
             dependencies: [
+                "CStartup",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
             ],
             path: "Apps/CommandSupport",
             swiftSettings: swiftSettings
@@ -63,6 +68,8 @@ let package = Package(
             dependencies: [
                 "CommandSupport",
                 .product(name: "Models", package: "Models"),
+                .product(name: "Scanner", package: "Scanner"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
             ],
             path: "Tests/IntegrationTests",
             resources: [.copy("Fixtures")],
