@@ -1018,3 +1018,14 @@ public enum StoreServerInfo {
         return hash
     }
 }
+
+/// Every route the server registers, for documentation checks.
+public enum StoreServerRoutes {
+    /// `GET /health`, `POST /v1/reservations`, … in registration order.
+    public static var all: [RegisteredRoute] { Routes.table }
+    /// The routes that need no signed request.
+    public static let publicRoutes: Set<String> = [
+        "GET /health", "GET /metrics", "GET /openapi.yaml", "GET /v1/config/client",
+        "POST /v1/auth/token",
+    ]
+}
