@@ -125,7 +125,7 @@ public final class StoreAdmin: Sendable {
     }
 
     private func hash(_ password: String) async throws -> String {
-        let hasher = PasswordHasher(iterations: passwordIterations)
+        let hasher = makePasswordHasher(iterations: passwordIterations)
         return try await NIOThreadPool.singleton.runIfActive { try hasher.hash(password) }
     }
 

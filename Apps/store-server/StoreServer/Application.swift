@@ -57,7 +57,7 @@ final class ServerContext: Sendable {
         users = UserRepository(database: database)
         limiter = SignInLimiter(database: database)
         idempotency = IdempotencyStore(database: database)
-        hasher = PasswordHasher(iterations: configuration.passwordIterations)
+        hasher = makePasswordHasher(iterations: configuration.passwordIterations)
         gate = AuthGate(
             database: database,
             accessTokenTTL: configuration.accessTokenTTL,
