@@ -111,6 +111,8 @@ let package = Package(
                 "StoreServer",
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
+                // Built for the cross-process refresh test (a second client process).
+                .product(name: "AuthPeer", package: "Auth"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/StoreServerTests",

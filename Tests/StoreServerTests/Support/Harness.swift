@@ -126,7 +126,8 @@ struct TestServer: Sendable {
         _ kind: DatabaseKind,
         demo: Bool = true,
         location: DatabaseLocation? = nil,
-        accessTokenTTL: TimeInterval = 900
+        accessTokenTTL: TimeInterval = 900,
+        port: Int = 0
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
         if let location {
@@ -136,7 +137,7 @@ struct TestServer: Sendable {
         }
         let location = resolved
         var configuration = StoreServerConfiguration()
-        configuration.port = 0
+        configuration.port = port
         configuration.database = location
         configuration.passwordIterations = testPasswordCost
         configuration.accessTokenTTL = accessTokenTTL
@@ -280,7 +281,7 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// Starts `store-server serve --port 0` on `location` and waits for its first line.
-    init(location: DatabaseLocation, extra: [String] = []) throws {
+    init(location: DatabaseLocation, port: Int = 0, extra: [String] = []) throws {
         let process = Process()
         process.executableURL = Self.binary
         let database: String
