@@ -115,6 +115,25 @@ public final class StoreAdmin: Sendable {
         try await SQLSessions.revokeAll(subject: username, database: database)
     }
 
+    /// Sessions and refresh tokens of a user: open sessions, and refresh tokens issued (one
+    /// per sign-in plus one per refresh), for operators and tests.
+    public func sessionCounts(_ username: String) async throws -> (
+        openSessions: Int, refreshTokens: Int
+    ) {
+        let sessions =
+            try await database.sql.raw(
+                "SELECT COUNT(*) AS n FROM auth_sessions WHERE subject = \(bind: username) AND revoked_at IS NULL"
+            ).first()?.int("n") ?? 0
+        let tokens =
+            try await database.sql.raw(
+                """
+                SELECT COUNT(*) AS n FROM auth_tokens t JOIN auth_sessions s ON s.id = t.session_id
+                WHERE s.subject = \(bind: username) AND t.kind = 'refresh'
+                """
+            ).first()?.int("n") ?? 0
+        return (Int(sessions), Int(tokens))
+    }
+
     static func checkPassword(_ password: String, username: String) throws(UserError) {
         guard password.count >= 8, password.utf8.count <= 1024 else {
             throw UserError(
@@ -125,7 +144,7 @@ public final class StoreAdmin: Sendable {
     }
 
     private func hash(_ password: String) async throws -> String {
-        let hasher = PasswordHasher(iterations: passwordIterations)
+        let hasher = makePasswordHasher(iterations: passwordIterations)
         return try await NIOThreadPool.singleton.runIfActive { try hasher.hash(password) }
     }
 

@@ -57,7 +57,7 @@ final class ServerContext: Sendable {
         users = UserRepository(database: database)
         limiter = SignInLimiter(database: database)
         idempotency = IdempotencyStore(database: database)
-        hasher = PasswordHasher(iterations: configuration.passwordIterations)
+        hasher = makePasswordHasher(iterations: configuration.passwordIterations)
         gate = AuthGate(
             database: database,
             accessTokenTTL: configuration.accessTokenTTL,
@@ -176,5 +176,59 @@ struct Housekeeping: Service {
                 context.logger.warning("housekeeping failed", metadata: ["error": "\(error)"])
             }
         }
+    }
+}
+
+/// A store server running in this process (tests, benchmarks): started on `configuration`'s
+/// address, stopped gracefully by ``stop()``.
+public final class RunningStoreServer: Sendable {
+    /// `http://host:port`.
+    public let url: URL
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    private init(url: URL, group: ServiceGroup, task: Task<Void, any Error>) {
+        self.url = url
+        self.group = group
+        self.task = task
+    }
+
+    /// Builds and starts the server; returns once it listens.
+    public static func start(
+        configuration: StoreServerConfiguration,
+        logger: Logger = Logger(label: "store-server")
+    ) async throws -> RunningStoreServer {
+        var configuration = configuration
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        configuration.onListening = { _, port in
+            continuation.yield(port)
+            continuation.finish()
+        }
+        let application = try await buildApplication(configuration: configuration, logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [application],
+                gracefulShutdownSignals: [],
+                logger: logger
+            )
+        )
+        let task = Task { try await group.run() }
+        var iterator = stream.makeAsyncIterator()
+        guard let port = await iterator.next() else {
+            try await task.value
+            throw DatabaseError(.unavailable, "the server stopped before it listened")
+        }
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        return RunningStoreServer(
+            url: URL(string: "http://\(host):\(port)")!,
+            group: group,
+            task: task
+        )
+    }
+
+    /// Stops accepting connections, answers the requests in flight, closes the database.
+    public func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
     }
 }

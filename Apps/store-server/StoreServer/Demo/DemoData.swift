@@ -123,7 +123,7 @@ public enum DemoData {
         let existing =
             try await database.sql.raw("SELECT COUNT(*) AS n FROM stores").first()?.int("n") ?? 0
         guard existing == 0 else { return DemoSummary() }
-        let passwordHash = try PasswordHasher(iterations: passwordIterations).hash(password)
+        let passwordHash = try makePasswordHasher(iterations: passwordIterations).hash(password)
         let images = try productSeeds().map { ($0, try image(for: $0.gtin)) }
         let summary = try await database.transaction { sql in
             try await seed(sql, passwordHash: passwordHash, images: images, now: now)
