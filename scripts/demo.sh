@@ -48,7 +48,71 @@ if [[ -x "$bin/suite-defaults" ]]; then
   ran=1
 fi
 
-if [[ -x "$bin/store-server" ]]; then
+if [[ -x "$bin/reservations" && -x "$bin/store-server" ]]; then
+  work=$(mktemp -d); server_pid=
+  stop_server() {
+    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+      kill -TERM "$server_pid"; wait "$server_pid" || true
+    fi
+    server_pid=
+  }
+  trap 'stop_server; rm -rf "$work" ${home:+"$home"}' EXIT
+  echo "==> store-server: demo data on a free port, database and SHOPFLOOR_HOME in $work"
+  "$bin/store-server" serve --port 0 --demo-data --database "$work/store.sqlite" \
+    >"$work/server.out" 2>"$work/server.log" &
+  server_pid=$!
+  url=
+  for _ in $(seq 1 1200); do
+    url=$(sed -n 's/^listening on //p' "$work/server.out")
+    [[ -n "$url" ]] && break
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  [[ -n "$url" ]] || { echo "demo: store-server did not start" >&2; exit 1; }
+  echo "    listening on $url"
+  export SHOPFLOOR_HOME=$work/home
+  mkdir -m 700 "$SHOPFLOOR_HOME"
+  berlin=5D0F1C2A-0004-4A00-8000-000000000004
+  echo "==> reservations login (password on stdin; every suite app now uses this sign-in)"
+  printf '%s' shopfloor-demo | "$bin/reservations" login --server "$url" --user demo --password-stdin
+  "$bin/reservations" whoami
+  echo "==> reservations config --store Perth (flags from the server: check-in off there)"
+  "$bin/reservations" config --store 5D0F1C2A-0006-4A00-8000-000000000006 --json |
+    python3 -c 'import json,sys; r=json.load(sys.stdin); print("   ", r["store"]["name"], r["flags"], "updateRequired:", r["updateRequired"])'
+  echo "==> reservations list --date today --store $berlin (Berlin, times in store time)"
+  today=$("$bin/reservations" list --date today --store "$berlin" --json)
+  python3 - "$today" <<'PY'
+import json, sys
+page = json.loads(sys.argv[1])
+for r in page["items"][:8]:
+    print(f'{r["confirmationCode"]}  {r["startsAt"][11:16]}Z  {r["status"]:10} '
+          f'{r["customer"]["givenName"]} {r["customer"]["familyName"]:12} {r["topic"]}')
+print(f'... {len(page["items"])} reservations today (JSON keys: {", ".join(sorted(page))})')
+PY
+  code=$(python3 -c 'import json,sys; items=[r for r in json.loads(sys.argv[1])["items"] if r["status"]=="confirmed"]; print(items[0]["confirmationCode"] if items else "")' "$today")
+  if [[ -z "$code" ]]; then
+    code=$("$bin/reservations" search e --status confirmed --store "$berlin" --json |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["confirmationCode"])')
+  fi
+  qrencode -o "$work/pass.png" -s 6 "shopfloor://reservations/$code"
+  echo "==> reservations show --from-image pass.png (a QR pass for $code, read by scan)"
+  "$bin/reservations" show --from-image "$work/pass.png" --json >"$work/shown.json"
+  python3 - "$work/shown.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = r["customer"]
+print(f'{r["confirmationCode"]} {r["status"]}: {c["givenName"]} {c["familyName"]}, {r["topic"]},',
+      f'{r["startsAt"]} at {r["store"]["name"]} (version {r["version"]})')
+PY
+  echo "==> reservations check-in $code, twice (the second only says it was already done)"
+  "$bin/reservations" check-in "$code" >/dev/null
+  "$bin/reservations" check-in "$code" >/dev/null
+  echo "==> server stopped: show $code answers from the data kept for offline use"
+  stop_server
+  "$bin/reservations" show "$code" --json >/dev/null
+  "$bin/reservations" logout
+  ran=1
+elif [[ -x "$bin/store-server" ]]; then
   home=${SHOPFLOOR_HOME:-}
   if [[ -z "$home" || "$home" != /tmp/* ]]; then home=$(mktemp -d); trap 'rm -rf "$home"' EXIT; fi
   echo "==> store-server: demo data in SQLite ($home/server/store.sqlite)"
