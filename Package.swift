@@ -16,6 +16,7 @@ let package = Package(
         // The suite's apps; later parts add reservations, catalog and store-server.
         .executable(name: "suite-defaults", targets: ["suite-defaults"]),
         .executable(name: "scan", targets: ["scan"]),
+        .executable(name: "store-server", targets: ["store-server"]),
     ],
     dependencies: [
         .package(path: "Packages/Models"),
@@ -24,6 +25,14 @@ let package = Package(
         // The capability packages the apps are thin layers over.
         .package(path: "Packages/SharedDefaults"),
         .package(path: "Packages/Scanner"),
+        .package(path: "Packages/Auth"),
+        // store-server: HTTP, SQL on SQLite and PostgreSQL, metrics.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/sql-kit", from: "3.36.0"),
+        .package(url: "https://github.com/vapor/sqlite-kit", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/postgres-kit", from: "2.17.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Process start-up before any Swift code: standard descriptors, stop signals.
@@ -61,6 +70,57 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Apps/scan",
+            swiftSettings: swiftSettings
+        ),
+        // libpng for the demo catalogue's product images (pkg-config libpng).
+        .systemLibrary(
+            name: "CLibPNG",
+            path: "Apps/store-server/CLibPNG",
+            pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"])]
+        ),
+        // The store server as a library: routes, persistence, migrations, demo data, admin.
+        .target(
+            name: "StoreServer",
+            dependencies: [
+                "CLibPNG",
+                .product(name: "Models", package: "Models"),
+                .product(name: "Auth", package: "Auth"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "SQLiteKit", package: "sqlite-kit"),
+                .product(name: "PostgresKit", package: "postgres-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            path: "Apps/store-server/StoreServer",
+            resources: [.copy("openapi.yaml")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "store-server",
+            dependencies: [
+                "CommandSupport",
+                "StoreServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/store-server/store-server",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StoreServerTests",
+            dependencies: [
+                "CommandSupport",
+                "StoreServer",
+                .product(name: "Models", package: "Models"),
+                .product(name: "Auth", package: "Auth"),
+                // Built for the cross-process refresh test (a second client process).
+                .product(name: "AuthPeer", package: "Auth"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/StoreServerTests",
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -50,6 +50,12 @@ public struct SigningKey: Sendable, CustomStringConvertible {
         self.key = key
     }
 
+    /// Calls `body` with the secret's bytes, for a server's ``SessionStore`` that must keep
+    /// them (encrypt them at rest where the database is shared). Never log them.
+    public func withSecretBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try key.withUnsafeBytes(body)
+    }
+
     /// The secret in base64, for the token response only.
     var secretBase64: String { key.withUnsafeBytes { Base64.encode($0) } }
 

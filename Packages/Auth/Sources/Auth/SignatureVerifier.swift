@@ -1,7 +1,6 @@
 internal import Crypto
 public import Foundation
 public import Logging
-internal import Synchronization
 
 /// Why a signed request was refused. Logged by the verifier (with the key id, never a
 /// secret); the client only sees the 401 problem document of ``problem``.
@@ -30,23 +29,30 @@ public struct SignatureRejection: Error, Sendable, CustomStringConvertible {
         case badSignature
         /// The nonce was already seen for this key within the window.
         case replayedNonce
-        /// The nonce cache was full and this request is older than an evicted entry, so a
-        /// replay could no longer be told apart; the client signs again with a fresh time.
+        /// The nonce store refused the nonce: this key's own quota is full and the request is
+        /// not newer than what the store keeps for the key, so a replay could no longer be
+        /// told apart. The client signs again with the current time.
         case nonceCacheOverflow
+        /// The nonce store failed (database unreachable): nothing was decided; 503.
+        case storeUnavailable
     }
 
     /// The reason.
     public var reason: Reason
     /// The `keyid` the request named, when it could be read (not secret).
     public var keyID: String?
+    /// The nonce store's error for ``Reason/storeUnavailable``.
+    public var cause: (any Error & Sendable)?
 
     /// Creates a rejection.
-    public init(reason: Reason, keyID: String? = nil) {
+    public init(reason: Reason, keyID: String? = nil, cause: (any Error & Sendable)? = nil) {
         self.reason = reason
         self.keyID = keyID
+        self.cause = cause
     }
 
-    /// The RFC 9457 document to send with status 401.
+    /// The RFC 9457 document to answer with: 401 (`signature-outside-window` for a time the
+    /// client can correct, `invalid-signature` otherwise), or 503 `unavailable`.
     public var problem: ProblemDetails {
         switch reason {
         case .expired, .createdInFuture:
@@ -56,6 +62,15 @@ public struct SignatureRejection: Error, Sendable, CustomStringConvertible {
                 status: 401,
                 detail: "Correct the clock from this response's Date header and sign again."
             )
+        case .nonceCacheOverflow:
+            return ProblemDetails(
+                type: AuthProblemType.signatureOutsideWindow,
+                title: "Signature older than the replay window kept for this key",
+                status: 401,
+                detail: "Sign again with the current time."
+            )
+        case .storeUnavailable:
+            return TokenRejection.unavailableProblem
         default:
             return ProblemDetails(
                 type: AuthProblemType.invalidSignature,
@@ -82,66 +97,139 @@ public struct VerifiedSignature: Sendable, Equatable {
     public var nonce: String
 }
 
+/// The header values of a request that take part in its signature.
+///
+/// Build it from the server's request headers with ``init(_:)`` (it asks for each name in
+/// ``names``), so headers added to the signature later need no change at the call site.
+public struct SignedRequestHeaders: Sendable, Equatable {
+    /// `Signature-Input`.
+    public var signatureInput: String?
+    /// `Signature`.
+    public var signature: String?
+    /// `Content-Digest`.
+    public var contentDigest: String?
+    /// `Content-Type`.
+    public var contentType: String?
+    /// `Idempotency-Key`.
+    public var idempotencyKey: String?
+    /// `If-Match`.
+    public var ifMatch: String?
+
+    /// The lower-case header names ``init(_:)`` asks for.
+    public static let names = [
+        "signature-input", "signature", "content-digest", "content-type", "idempotency-key",
+        "if-match",
+    ]
+
+    /// Creates the values one by one (`nil` = header absent).
+    public init(
+        signatureInput: String? = nil,
+        signature: String? = nil,
+        contentDigest: String? = nil,
+        contentType: String? = nil,
+        idempotencyKey: String? = nil,
+        ifMatch: String? = nil
+    ) {
+        self.signatureInput = signatureInput
+        self.signature = signature
+        self.contentDigest = contentDigest
+        self.contentType = contentType
+        self.idempotencyKey = idempotencyKey
+        self.ifMatch = ifMatch
+    }
+
+    /// The three values a ``RequestSigner`` produced (tests, tools).
+    public init(_ signed: SignatureHeaders) {
+        self.init(
+            signatureInput: signed.signatureInput,
+            signature: signed.signature,
+            contentDigest: signed.contentDigest
+        )
+    }
+
+    /// Reads the values through `lookup`, called with each lower-case name of ``names``; it
+    /// returns the header's value (several fields of one name joined with `", "`) or `nil`.
+    public init(_ lookup: (String) -> String?) {
+        self.init(
+            signatureInput: lookup("signature-input"),
+            signature: lookup("signature"),
+            contentDigest: lookup("content-digest"),
+            contentType: lookup("content-type"),
+            idempotencyKey: lookup("idempotency-key"),
+            ifMatch: lookup("if-match")
+        )
+    }
+}
+
 /// Checks RFC 9421-style HMAC signatures made by ``RequestSigner`` (server side).
 ///
-/// Checks, in order: the `sig1` member is present and parses; `alg="hmac-sha256"`; the
-/// covered components are exactly `"@method" "@target-uri" "content-digest"`; `keyid` is the
-/// session's key; `created` is within ±`window` of the server's time (clients sign with the
-/// skew they learned from `Date`); `Content-Digest` matches the body; the HMAC matches
-/// (constant-time); and only then the nonce is recorded, so a replay is refused and junk
-/// cannot fill the cache. The cache is bounded: when it is full the oldest entry is evicted
-/// and every request signed at or before its time is refused from then on
-/// (``SignatureRejection/Reason/nonceCacheOverflow``), so no replay ever slips through.
+/// Checks, in order, without touching the store: the `sig1` member is present and parses;
+/// `alg="hmac-sha256"`; the covered components are exactly `"@method" "@target-uri"
+/// "content-digest"`; `keyid` is the session's key; `created` is at most ``window`` seconds
+/// before the server's time and at most ``futureWindow`` seconds after it (clients sign with
+/// the skew they learned from `Date`); `Content-Digest` matches the body; the HMAC matches
+/// (constant-time, swift-crypto). Only a request that passed all of that reaches the
+/// ``NonceStore``, so junk cannot fill it: a nonce already recorded for the key is a replay,
+/// and a nonce the store refuses because of that key's own quota is refused
+/// (``SignatureRejection/Reason/nonceCacheOverflow``) — never because of another key.
 public final class SignatureVerifier: Sendable {
-    /// Accepted distance between `created` and the server's time, in seconds.
+    /// How far `created` may lie before the server's time, in seconds.
     public let window: Int64
-    /// Maximum number of remembered nonces.
-    public let nonceCapacity: Int
+    /// How far `created` may lie after the server's time, in seconds (at most 30).
+    public let futureWindow: Int64
+    /// Where accepted nonces are remembered.
+    public let store: any NonceStore
     private let logger: Logger
-    private let nonces: Mutex<NonceCache>
 
     /// Creates a verifier.
     /// - Parameters:
-    ///   - window: seconds either side of the server time (default 300).
-    ///   - nonceCapacity: nonces remembered at most (default 200,000; ~30 MB at most).
+    ///   - window: seconds a signature stays valid after its `created` time (default 300).
+    ///   - futureWindow: seconds `created` may be ahead of the server's time (default 30;
+    ///     larger values are capped at 30: the replay window must not stretch into the future).
+    ///   - store: the replay window (default: a new ``InMemoryNonceStore``).
     ///   - logger: where rejections are logged (`notice`, with reason and key id only).
-    public init(window: Int64 = 300, nonceCapacity: Int = 200_000, logger: Logger) {
-        self.window = window
-        self.nonceCapacity = max(1, nonceCapacity)
+    public init(
+        window: Int64 = 300,
+        futureWindow: Int64 = 30,
+        store: any NonceStore = InMemoryNonceStore(),
+        logger: Logger
+    ) {
+        self.window = max(1, window)
+        self.futureWindow = min(max(0, futureWindow), 30)
+        self.store = store
         self.logger = logger
-        self.nonces = Mutex(NonceCache())
     }
 
     /// Verifies one request.
     /// - Parameters:
     ///   - method: the request method as received.
-    ///   - targetURI: the full URI the client addressed (`http://host:port/path?query`),
+    ///   - targetURI: the full URI the client addressed (`https://host:port/path?query`),
     ///     rebuilt from the server's public base URL and the request's path and query.
-    ///   - signatureInput, signature, contentDigest: the header values (nil when absent).
+    ///   - headers: the request's signature-related header values.
     ///   - body: the body bytes as received.
     ///   - key: the signing key of the session the bearer token authenticated.
     ///   - now: the server's time.
+    /// - Throws: ``SignatureRejection``; answer its ``SignatureRejection/problem``.
     public func verify(
         method: String,
         targetURI: String,
-        signatureInput: String?,
-        signature: String?,
-        contentDigest: String?,
-        body: some ContiguousBytes,
+        headers: SignedRequestHeaders,
+        body: some ContiguousBytes & Sendable,
         key: SigningKey,
         now: Date = Date()
-    ) throws(SignatureRejection) -> VerifiedSignature {
+    ) async throws(SignatureRejection) -> VerifiedSignature {
+        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
         do {
-            return try check(
+            let verified = try check(
                 method: method,
                 targetURI: targetURI,
-                signatureInput: signatureInput,
-                signature: signature,
-                contentDigest: contentDigest,
+                headers: headers,
                 body: body,
                 key: key,
-                now: Int64(now.timeIntervalSince1970.rounded(.down))
+                now: seconds
             )
+            try await remember(verified, now: seconds)
+            return verified
         } catch {
             logger.notice(
                 "request signature rejected",
@@ -154,17 +242,40 @@ public final class SignatureVerifier: Sendable {
         }
     }
 
-    private func check(
+    /// Records the nonce of a signature that passed every other check.
+    private func remember(_ verified: VerifiedSignature, now: Int64)
+        async throws(SignatureRejection)
+    {
+        let outcome: NonceOutcome
+        do {
+            outcome = try await store.record(
+                keyID: verified.keyID,
+                nonce: verified.nonce,
+                created: verified.created,
+                expiresAt: verified.created + window,
+                now: now
+            )
+        } catch {
+            logger.error("nonce store failed", metadata: ["error": "\(type(of: error))"])
+            throw SignatureRejection(reason: .storeUnavailable, keyID: verified.keyID, cause: error)
+        }
+        switch outcome {
+        case .recorded: return
+        case .replay: throw SignatureRejection(reason: .replayedNonce, keyID: verified.keyID)
+        case .refused: throw SignatureRejection(reason: .nonceCacheOverflow, keyID: verified.keyID)
+        }
+    }
+
+    /// Every check but the nonce store's (synchronous, no I/O).
+    func check(
         method: String,
         targetURI: String,
-        signatureInput: String?,
-        signature: String?,
-        contentDigest: String?,
+        headers: SignedRequestHeaders,
         body: some ContiguousBytes,
         key: SigningKey,
         now: Int64
     ) throws(SignatureRejection) -> VerifiedSignature {
-        guard let inputHeader = signatureInput, let signatureHeader = signature,
+        guard let inputHeader = headers.signatureInput, let signatureHeader = headers.signature,
             let params = Self.member("sig1", in: inputHeader),
             let sigValue = Self.member("sig1", in: signatureHeader)
         else { throw SignatureRejection(reason: .missingSignature) }
@@ -182,11 +293,12 @@ public final class SignatureVerifier: Sendable {
         if parsed.created < now - window {
             throw SignatureRejection(reason: .expired, keyID: keyID)
         }
-        if parsed.created > now + window {
+        if parsed.created > now + futureWindow {
             throw SignatureRejection(reason: .createdInFuture, keyID: keyID)
         }
 
-        guard let digestHeader = contentDigest, let sentDigest = Self.sha256Member(of: digestHeader)
+        guard let digestHeader = headers.contentDigest,
+            let sentDigest = Self.sha256Member(of: digestHeader)
         else {
             throw SignatureRejection(reason: .missingDigest, keyID: keyID)
         }
@@ -208,39 +320,14 @@ public final class SignatureVerifier: Sendable {
         base.append("\"@signature-params\": ")
         base.append(String(params))
         let expected = base.bytes.withUnsafeBytes { RequestSigner(key: key).mac($0) }
-        let matches = expected.withUnsafeBytes { Self.constantTimeEqual($0, provided) }
-        guard matches else { throw SignatureRejection(reason: .badSignature, keyID: keyID) }
-
-        let floor = window
-        let outcome = nonces.withLock { cache in
-            cache.insert(
-                key: keyID + "\u{0}" + parsed.nonce,
-                created: parsed.created,
-                now: now,
-                window: floor,
-                capacity: nonceCapacity
-            )
-        }
-        switch outcome {
-        case .inserted: break
-        case .replay: throw SignatureRejection(reason: .replayedNonce, keyID: keyID)
-        case .belowFloor: throw SignatureRejection(reason: .nonceCacheOverflow, keyID: keyID)
+        // swift-crypto's comparison of a MAC with bytes is constant-time (CRYPTO_memcmp).
+        guard expected == provided else {
+            throw SignatureRejection(reason: .badSignature, keyID: keyID)
         }
         return VerifiedSignature(keyID: keyID, created: parsed.created, nonce: parsed.nonce)
     }
 
-    /// Nonces currently remembered (for monitoring).
-    public var rememberedNonceCount: Int { nonces.withLock { $0.entries.count } }
-
     static let expectedComponents = ["@method", "@target-uri", "content-digest"]
-
-    /// Compares two byte strings in time that depends only on their lengths.
-    static func constantTimeEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: [UInt8]) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        var difference: UInt8 = 0
-        for index in 0..<rhs.count { difference |= lhs[index] ^ rhs[index] }
-        return difference == 0
-    }
 
     /// The value of dictionary member `label` in a structured-field dictionary header
     /// (`sig1=…, sig2=…`); members are split at top-level commas. Works on UTF-8 bytes:
@@ -358,43 +445,5 @@ struct ParsedParams {
         guard sawCreated, !keyID.isEmpty, !nonce.isEmpty, nonce.utf8.count <= 128 else {
             return nil
         }
-    }
-}
-
-/// Bounded replay cache: insertion-ordered entries that expire after the window.
-struct NonceCache {
-    enum Outcome { case inserted, replay, belowFloor }
-
-    var entries: [String: Int64] = [:]
-    var order: [(key: String, created: Int64)] = []
-    var head = 0
-    /// Requests signed at or before this time are refused (an entry for that time was evicted early).
-    var floor = Int64.min
-
-    mutating func insert(key: String, created: Int64, now: Int64, window: Int64, capacity: Int)
-        -> Outcome
-    {
-        // Drop entries that can no longer pass the time check anyway.
-        while head < order.count, order[head].created < now - window {
-            if entries[order[head].key] == order[head].created { entries[order[head].key] = nil }
-            head += 1
-        }
-        if head > 1024, head * 2 > order.count {
-            order.removeFirst(head)
-            head = 0
-        }
-        if created <= floor { return .belowFloor }
-        if entries[key] != nil { return .replay }
-        while entries.count >= capacity, head < order.count {
-            let evicted = order[head]
-            head += 1
-            if entries.removeValue(forKey: evicted.key) != nil {
-                floor = max(floor, evicted.created)
-            }
-        }
-        if created <= floor { return .belowFloor }
-        entries[key] = created
-        order.append((key, created))
-        return .inserted
     }
 }

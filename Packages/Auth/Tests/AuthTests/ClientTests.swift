@@ -322,7 +322,7 @@ struct ClientTests {
         try await server.run { base in
             try await signIn(makeClient(base, directory))
             let credentials = try #require(try TokenStore(directory: directory).load())
-            server.issuer.revoke(token: credentials.refreshToken)
+            try await server.issuer.revoke(token: credentials.refreshToken)
             try setExpiry(directory, Date() - 10)
             let error = await #expect(throws: AuthError.self) {
                 try await get(makeClient(base, directory), "/v1/echo")
@@ -477,8 +477,8 @@ struct ClientTests {
                     atPath: TokenStore(directory: directory).fileURL.path
                 )
             )
-            #expect(throws: TokenRejection.self) {
-                try server.issuer.authenticate(accessToken: credentials.accessToken)
+            await #expect(throws: TokenRejection.self) {
+                try await server.issuer.authenticate(accessToken: credentials.accessToken)
             }
             let error = await #expect(throws: AuthError.self) { try await get(second, "/v1/echo") }
             #expect(error?.code == .signInRequired)

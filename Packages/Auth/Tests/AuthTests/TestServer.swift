@@ -1,8 +1,8 @@
 import Auth
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Logging
+import ServiceLifecycle
 import Synchronization
 
 #if canImport(FoundationNetworking)
@@ -28,7 +28,10 @@ final class TestServer: Sendable {
     let issuer: TokenIssuer
     let verifier: SignatureVerifier
     let passwordHash: String
+    let hasher = PasswordHasher.insecureForTesting(iterations: 1_000)
     let knobs = Mutex(Knobs())
+    /// `/v1/stall` answers only once this opens (when `run`'s body has returned).
+    let stallGate = Gate()
     let logger: Logger
 
     init(accessTokenLifetime: TimeInterval = 900, logger: Logger = Logger(label: "test-server"))
@@ -37,7 +40,7 @@ final class TestServer: Sendable {
         self.logger = logger
         issuer = TokenIssuer(accessTokenLifetime: accessTokenLifetime, logger: logger)
         verifier = SignatureVerifier(logger: logger)
-        passwordHash = try PasswordHasher(iterations: 1_000).hash(Self.password)
+        passwordHash = try hasher.hash(Self.password)
     }
 
     var refreshCount: Int { knobs.withLock { $0.refreshCount } }
@@ -46,13 +49,10 @@ final class TestServer: Sendable {
 
     /// Runs the server on port 0 and calls `body` with its base URL.
     func run<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws -> T {
-        let app = Application(
-            router: makeRouter(),
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            logger: logger
-        )
-        return try await app.test(.live) { client in
-            try await body(URL(string: "http://127.0.0.1:\(client.port!)")!)
+        defer { stallGate.open() }
+        return try await serve(makeRouter(), logger: logger) { url in
+            defer { stallGate.open() }
+            return try await body(url)
         }
     }
 
@@ -69,13 +69,7 @@ final class TestServer: Sendable {
             ]
             return json(200, try JSONEncoder().encode(seen))
         }
-        let app = Application(
-            router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: 0))
-        )
-        return try await app.test(.live) { client in
-            try await body(URL(string: "http://127.0.0.1:\(client.port!)")!)
-        }
+        return try await serve(router, logger: Logger(label: "inspector"), body)
     }
 
     private func makeRouter() -> Router<BasicRequestContext> {
@@ -97,9 +91,9 @@ final class TestServer: Sendable {
             }
             switch grant {
             case .password(let user, let password):
-                guard user == Self.username,
-                    try PasswordHasher().verify(password, against: passwordHash)
-                else {
+                // An unknown user costs the same PBKDF2 work as a known one.
+                let stored = user == Self.username ? passwordHash : nil
+                guard try hasher.verifyOrDummy(password, against: stored) else {
                     return problem(
                         ProblemDetails(
                             type: AuthProblemType.invalidCredentials,
@@ -108,7 +102,9 @@ final class TestServer: Sendable {
                         )
                     )
                 }
-                return json(200, issuer.issue(subject: user).jsonData())
+                return await tokenAnswer { () async throws(TokenRejection) in
+                    try await issuer.issue(subject: user)
+                }
             case .refreshToken(let token):
                 let (delay, failure) = knobs.withLock { knobs in
                     knobs.refreshCount += 1
@@ -116,22 +112,20 @@ final class TestServer: Sendable {
                 }
                 try await Task.sleep(for: delay)
                 if let failure { return json(failure, Data("{}".utf8)) }
-                do {
-                    return json(200, try issuer.refresh(refreshToken: token).jsonData())
-                } catch {
-                    return problem(
-                        ProblemDetails(
-                            type: AuthProblemType.invalidGrant,
-                            title: "Refresh token refused",
-                            status: 400
-                        )
-                    )
+                return await tokenAnswer { () async throws(TokenRejection) in
+                    try await issuer.refresh(refreshToken: token)
                 }
             }
         }
         router.post("/v1/auth/revoke") { [self] request, _ -> Response in
             let body = Array(try await request.body.collect(upTo: 64 * 1024).readableBytesView)
-            if let token = FormEncoding.decode(body)["token"] { issuer.revoke(token: token) }
+            if let token = FormEncoding.decode(body)["token"] {
+                do throws(TokenRejection) {
+                    try await issuer.revoke(token: token)
+                } catch {
+                    return problem(error.problem)
+                }
+            }
             return json(200, Data("{}".utf8))
         }
         router.get("/v1/echo") { [self] request, _ -> Response in
@@ -148,7 +142,7 @@ final class TestServer: Sendable {
         router.get("/v1/busy") { [self] request, _ -> Response in try await busy(request) }
         router.get("/v1/stall") { [self] request, _ -> Response in
             try await guarded(request) { _, _ in
-                try await Task.sleep(for: .seconds(4))
+                await stallGate.wait()  // opened when the test's body has finished
                 return json(200, Data("{}".utf8))
             }
         }
@@ -195,19 +189,17 @@ final class TestServer: Sendable {
             return problem(TokenRejection(reason: .expired).problem)
         }
         do {
-            session = try issuer.authenticate(authorization: authorization)
+            session = try await issuer.authenticate(authorization: authorization)
         } catch {
             knobs.withLock { $0.rejections.append("token:\(error.reason.rawValue)") }
             return problem(error.problem)
         }
         let target = "http://\(request.head.authority ?? "?")\(request.uri.string)"
         do {
-            _ = try verifier.verify(
+            _ = try await verifier.verify(
                 method: request.method.rawValue,
                 targetURI: target,
-                signatureInput: Self.header("signature-input", request),
-                signature: Self.header("signature", request),
-                contentDigest: Self.header("content-digest", request),
+                headers: SignedRequestHeaders { Self.header($0, request) },
                 body: bytes,
                 key: session.signingKey
             )
@@ -218,8 +210,61 @@ final class TestServer: Sendable {
         return try await body(session, bytes)
     }
 
+    /// The token endpoint's answer: the token JSON, or the rejection's grant problem.
+    private func tokenAnswer(_ make: () async throws(TokenRejection) -> TokenResponse) async
+        -> Response
+    {
+        do {
+            return json(200, try await make().jsonData())
+        } catch {
+            return problem(error.grantProblem)
+        }
+    }
+
     static func header(_ name: String, _ request: Request) -> String? {
         request.headers.first { $0.name.canonicalName == name }?.value
+    }
+}
+
+/// Runs a Hummingbird server for `router` on 127.0.0.1, port 0, and calls `body` with its
+/// base URL once it listens (the port comes from `onServerRunning`); the server stops when
+/// `body` returns or throws.
+func serve<T: Sendable>(
+    _ router: Router<BasicRequestContext>,
+    logger: Logger,
+    _ body: @Sendable (URL) async throws -> T
+) async throws -> T {
+    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+    let app = Application(
+        router: router,
+        configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+        onServerRunning: { channel in
+            continuation.yield(channel.localAddress?.port ?? 0)
+            continuation.finish()
+        },
+        logger: logger
+    )
+    let services = ServiceGroup(
+        configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger)
+    )
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask {
+            try await services.run()
+            return nil
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next(), port > 0 else {
+            await services.triggerGracefulShutdown()
+            throw CancellationError()
+        }
+        do {
+            let result = try await body(URL(string: "http://127.0.0.1:\(port)")!)
+            await services.triggerGracefulShutdown()
+            return result
+        } catch {
+            await services.triggerGracefulShutdown()
+            throw error
+        }
     }
 }
 
@@ -237,6 +282,33 @@ func problem(_ problem: ProblemDetails) -> Response {
         headers: [.contentType: ProblemDetails.mediaType],
         body: .init(byteBuffer: ByteBuffer(bytes: problem.jsonData()))
     )
+}
+
+/// A one-way gate: `wait()` suspends until `open()` is called (at once after that).
+final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>(
+        (false, [])
+    )
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state in
+                if state.open { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
 }
 
 /// A log handler that keeps every rendered line, to check that no secret is logged.
