@@ -35,12 +35,17 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
-        // Shared by every app: suite version, exit codes, common flags, stderr messages.
+        // Process start-up before any Swift code: standard descriptors, stop signals.
+        .target(name: "CStartup", path: "Apps/CStartup"),
+        // Shared by every app: the entry point, stop signals, checked stdout and stderr,
+        // log lines, suite version, exit codes, common flags, the JSON list page.
         .target(
             name: "CommandSupport",
             dependencies: [
+                "CStartup",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
             ],
             path: "Apps/CommandSupport",
             swiftSettings: swiftSettings
@@ -123,6 +128,8 @@ let package = Package(
             dependencies: [
                 "CommandSupport",
                 .product(name: "Models", package: "Models"),
+                .product(name: "Scanner", package: "Scanner"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
             ],
             path: "Tests/IntegrationTests",
             resources: [.copy("Fixtures")],

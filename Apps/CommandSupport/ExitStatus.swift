@@ -16,6 +16,8 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case interrupted = 130
     /// Stopped by SIGTERM after a clean shutdown.
     case terminated = 143
+    /// stdout's reader went away (EPIPE), as tools killed by SIGPIPE report it.
+    case brokenPipe = 141
 
     /// The ArgumentParser exit code for this status.
     public var exitCode: ExitCode { ExitCode(rawValue) }
