@@ -48,6 +48,32 @@ if [[ -x "$bin/suite-defaults" ]]; then
   ran=1
 fi
 
+if [[ -x "$bin/store-server" ]]; then
+  home=${SHOPFLOOR_HOME:-}
+  if [[ -z "$home" || "$home" != /tmp/* ]]; then home=$(mktemp -d); trap 'rm -rf "$home"' EXIT; fi
+  echo "==> store-server: demo data in SQLite ($home/server/store.sqlite)"
+  out=$(mktemp)
+  SHOPFLOOR_HOME=$home "$bin/store-server" serve --port 0 --demo-data --quiet >"$out" &
+  server=$!
+  for _ in $(seq 1 600); do [[ -s "$out" ]] && break; sleep 0.1; done
+  head -1 "$out"
+  url=$(head -1 "$out" | sed 's/^listening on //')
+  echo "GET /health: $(curl -s "$url/health")"
+  echo "GET /v1/config/client (Perth: check-in off, AU notice):"
+  curl -s "$url/v1/config/client?app=reservations&version=0.1.0&store=5D0F1C2A-0006-4A00-8000-000000000006" |
+    python3 -c 'import json,sys; r=json.load(sys.stdin); print("   ", r["store"]["name"], r["flags"], "updateRequired:", r["updateRequired"])'
+  echo "POST /v1/auth/token (demo / shopfloor-demo): $(curl -s -d 'grant_type=password&username=demo&password=shopfloor-demo' "$url/v1/auth/token" |
+    python3 -c 'import json,sys; r=json.load(sys.stdin); print("token for", r["expires_in"], "s, signing key", r["signing_key_id"])')"
+  echo "GET /v1/reservations unsigned: $(curl -s -o /dev/null -w '%{http_code}' "$url/v1/reservations") (every other route needs a signed request)"
+  if [[ "${SHOPFLOOR_DEMO_SERVE:-0}" == 1 ]]; then
+    echo "serving at $url until Ctrl-C"; wait "$server" || true
+  else
+    kill -TERM "$server"; wait "$server" || echo "    stopped (exit $?: 143 = SIGTERM after draining)"
+  fi
+  rm -f "$out"
+  ran=1
+fi
+
 if ((ran == 0)); then
   echo "No apps are built yet. The suite will run: scan (barcodes and text from images),"
   echo "suite-defaults (shared settings), reservations and catalog (store-server clients)."
