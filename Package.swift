@@ -16,6 +16,9 @@ let package = Package(
         // The suite's apps; later parts add reservations, catalog and store-server.
         .executable(name: "suite-defaults", targets: ["suite-defaults"]),
         .executable(name: "scan", targets: ["scan"]),
+        .executable(name: "store-server", targets: ["store-server"]),
+        .executable(name: "reservations", targets: ["reservations"]),
+        .executable(name: "catalog", targets: ["catalog"]),
     ],
     dependencies: [
         .package(path: "Packages/Models"),
@@ -24,14 +27,28 @@ let package = Package(
         // The capability packages the apps are thin layers over.
         .package(path: "Packages/SharedDefaults"),
         .package(path: "Packages/Scanner"),
+        .package(path: "Packages/Auth"),
+        .package(path: "Packages/ImageCache"),
+        // store-server: HTTP, SQL on SQLite and PostgreSQL, metrics.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/sql-kit", from: "3.36.0"),
+        .package(url: "https://github.com/vapor/sqlite-kit", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/postgres-kit", from: "2.17.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
-        // Shared by every app: suite version, exit codes, common flags, stderr messages.
+        // Process start-up before any Swift code: standard descriptors, stop signals.
+        .target(name: "CStartup", path: "Apps/CStartup"),
+        // Shared by every app: the entry point, stop signals, checked stdout and stderr,
+        // log lines, suite version, exit codes, common flags, the JSON list page.
         .target(
             name: "CommandSupport",
             dependencies: [
+                "CStartup",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
             ],
             path: "Apps/CommandSupport",
             swiftSettings: swiftSettings
@@ -58,11 +75,145 @@ let package = Package(
             path: "Apps/scan",
             swiftSettings: swiftSettings
         ),
+        // The suite's client for store-server, shared by reservations and catalog: server URL,
+        // signed requests, client configuration, forced update, offline cache, timeouts.
+        .target(
+            name: "SuiteClient",
+            dependencies: [
+                .product(name: "Models", package: "Models"),
+                .product(name: "Auth", package: "Auth"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/SuiteClient",
+            swiftSettings: swiftSettings
+        ),
+        // Scanner stays off reservations' start path: `show --from-image` runs `scan`.
+        .executableTarget(
+            name: "reservations",
+            dependencies: [
+                "CommandSupport",
+                "SuiteClient",
+                .product(name: "Models", package: "Models"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/reservations",
+            swiftSettings: swiftSettings
+        ),
+        // Product images for client apps: the shared image cache in the suite container on
+        // SuiteClient's signed requests, PNG decoding (libpng only) and terminal drawing.
+        .target(
+            name: "ProductImages",
+            dependencies: [
+                "CLibPNG",
+                "SuiteClient",
+                .product(name: "ImageCache", package: "ImageCache"),
+                .product(name: "Models", package: "Models"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/ProductImages",
+            swiftSettings: swiftSettings
+        ),
+        // Scanner stays off catalog's start path too: `lookup --from-image` runs `scan`.
+        .executableTarget(
+            name: "catalog",
+            dependencies: [
+                "CommandSupport",
+                "SuiteClient",
+                "ProductImages",
+                .product(name: "ImageCache", package: "ImageCache"),
+                .product(name: "Models", package: "Models"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/catalog",
+            swiftSettings: swiftSettings
+        ),
+        // libpng for the demo catalogue's product images (pkg-config libpng).
+        .systemLibrary(
+            name: "CLibPNG",
+            path: "Apps/store-server/CLibPNG",
+            pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"])]
+        ),
+        // The store server as a library: routes, persistence, migrations, demo data, admin.
+        .target(
+            name: "StoreServer",
+            dependencies: [
+                "CLibPNG",
+                .product(name: "Models", package: "Models"),
+                .product(name: "Auth", package: "Auth"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "SQLiteKit", package: "sqlite-kit"),
+                .product(name: "PostgresKit", package: "postgres-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            path: "Apps/store-server/StoreServer",
+            resources: [.copy("openapi.yaml")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "store-server",
+            dependencies: [
+                "CommandSupport",
+                "StoreServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/store-server/store-server",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StoreServerTests",
+            dependencies: [
+                "CommandSupport",
+                "StoreServer",
+                .product(name: "Models", package: "Models"),
+                .product(name: "Auth", package: "Auth"),
+                // Built for the cross-process refresh test (a second client process).
+                .product(name: "AuthPeer", package: "Auth"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/StoreServerTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SuiteClientTests",
+            dependencies: [
+                "SuiteClient",
+                .product(name: "Models", package: "Models"),
+                .product(name: "Auth", package: "Auth"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/SuiteClientTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ProductImagesTests",
+            dependencies: [
+                "ProductImages",
+                "SuiteClient",
+                .product(name: "ImageCache", package: "ImageCache"),
+                .product(name: "Models", package: "Models"),
+            ],
+            path: "Tests/ProductImagesTests",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "CommandSupport",
+                "SuiteClient",
+                "ProductImages",
+                .product(name: "ImageCache", package: "ImageCache"),
                 .product(name: "Models", package: "Models"),
+                .product(name: "Scanner", package: "Scanner"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
             ],
             path: "Tests/IntegrationTests",
             resources: [.copy("Fixtures")],

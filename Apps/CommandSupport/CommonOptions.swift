@@ -18,10 +18,15 @@ public struct CommonOptions: ParsableArguments, Sendable {
     /// Creates the default options.
     public init() {}
 
-    /// A logger writing to stderr at the level these flags ask for.
+    /// The level these flags ask for: debug with `--verbose`, error with `--quiet`, else
+    /// warning.
+    public var logLevel: Logger.Level { verbose ? .debug : (quiet ? .error : .warning) }
+
+    /// A logger writing the suite's `error:`/`warning:` lines to stderr at the level these
+    /// flags ask for.
     public func makeLogger(label: String) -> Logger {
-        var logger = Logger(label: label) { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = verbose ? .debug : (quiet ? .error : .warning)
+        var logger = Logger(label: label) { SuiteLogHandler(label: $0) }
+        logger.logLevel = logLevel
         return logger
     }
 }

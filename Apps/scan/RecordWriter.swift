@@ -1,3 +1,4 @@
+import CommandSupport
 import Foundation
 import Scanner
 
@@ -5,56 +6,69 @@ import Scanner
     import Glibc
 #endif
 
-/// Writes records to stdout in the chosen format, buffered, flushed per record when stdout
-/// is a terminal or a pipe someone reads as it comes.
+/// Writes records to stdout in the chosen format: each record in one checked write, as soon
+/// as it is ready (a reader sees it at once, a stop signal or a kill never cuts one, and
+/// nothing waits in a buffer); a failed write ends the scan with exit 1, or 141 for a closed
+/// pipe.
 final class RecordWriter {
     let format: OutputFormat
+    private let encoder = JSONOutput.encoder()
 
     init(format: OutputFormat) {
         self.format = format
     }
 
-    func begin() {
-        if format == .csv { out("file,format,text\n") }
+    func begin() throws {
+        if format == .csv { try out("file,format,text\n") }
     }
 
-    func write(_ record: ScanRecord) {
+    func write(_ record: ScanRecord) throws {
+        try append(record)
+        try flush()
+    }
+
+    private func append(_ record: ScanRecord) throws {
         switch format {
         case .text:
-            for symbol in record.symbols { out("\(symbol.symbology.zbarLabel):\(symbol.text)\n") }
-            out(TextOutput.text(record))
+            for symbol in record.symbols {
+                try out("\(symbol.symbology.zbarLabel):\(symbol.text)\n")
+            }
+            try out(TextOutput.text(record))
         case .csv:
             for symbol in record.symbols {
-                out(
+                try out(
                     "\(Self.csv(record.file)),\(symbol.symbology.rawValue),\(Self.csv(symbol.text))\n"
                 )
             }
-            out(TextOutput.csv(record))
+            try out(TextOutput.csv(record))
         case .jsonl:
-            out(JSONLine.encode(record) + "\n")
+            let report = ScanReport(
+                file: record.file,
+                frame: record.frame,
+                barcodes: record.symbols,
+                text: record.text,
+                textRequested: record.text != nil || record.textError != nil,
+                textError: record.textError?.description,
+                error: record.error?.description
+            )
+            buffer.append(contentsOf: try encoder.encode(report))
+            try out("\n")
         }
     }
 
     private var buffer: [UInt8] = []
-    private let flushEachRecord = isatty(1) == 1
 
-    func end() { flush() }
+    /// Writes what is buffered (the CSV header of an empty run).
+    func end() throws { try flush() }
 
-    private func out(_ text: String) {
+    private func out(_ text: String) throws {
         buffer.append(contentsOf: text.utf8)
-        if flushEachRecord || buffer.count >= 1 << 16 { flush() }
     }
 
-    /// Writes the buffer to fd 1, retrying short writes; a closed pipe ends the output quietly.
-    private func flush() {
-        var offset = 0
-        while offset < buffer.count {
-            let n = buffer[offset...].withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
-            offset += n
-        }
-        buffer.removeAll(keepingCapacity: true)
+    private func flush() throws {
+        guard !buffer.isEmpty else { return }
+        defer { buffer.removeAll(keepingCapacity: true) }
+        try buffer.withUnsafeBytes { try StandardOutput.write($0) }
     }
 
     /// RFC 4180 quoting when needed.
@@ -68,46 +82,5 @@ final class RecordWriter {
             return field
         }
         return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
-}
-
-/// The JSONL line, keys in a fixed order: `{"file", "symbols": [...], "error"}`; `error` is
-/// always present (null when the input was read). Fields of the `--text` mode (`text`,
-/// `lines`, `matches`) go between `symbols` and `error`.
-enum JSONLine {
-    static func encode(_ record: ScanRecord) -> String {
-        var out = "{\"file\":" + string(record.file) + ",\"symbols\":["
-        for (i, s) in record.symbols.enumerated() {
-            if i > 0 { out += "," }
-            out += "{\"format\":" + string(s.symbology.rawValue)
-            out += ",\"text\":" + string(s.text)
-            out += ",\"bytesBase64\":" + string(s.bytes.base64EncodedString())
-            out +=
-                ",\"points\":[" + s.points.map { "[\($0.x),\($0.y)]" }.joined(separator: ",") + "]"
-            out += ",\"engine\":" + string(s.engine.rawValue)
-            out += ",\"symbologyIdentifier\":" + string(s.symbologyIdentifier)
-            out += ",\"gs1\":" + (s.isGS1 ? "true" : "false") + "}"
-        }
-        out += "]" + TextOutput.jsonFields(record)
-        out += ",\"error\":" + (record.error.map { string($0.description) } ?? "null") + "}"
-        return out
-    }
-
-    /// A JSON string literal (RFC 8259 escaping).
-    static func string(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

@@ -6,20 +6,27 @@ import Scanner
 
 /// `scan`: barcodes from image files, like zbarimg, with ZXing's symbologies as well.
 @main
-struct ScanCommand: AsyncParsableCommand {
+struct ScanCommand: SuiteCommand {
     static let configuration = CommandConfiguration(
         commandName: "scan",
         abstract: "Read barcodes (QR, DataMatrix, PDF417, EAN/UPC, Code 128, ...) from images.",
         discussion: """
             Reads PNG, JPEG, WebP, TIFF, GIF, PNM and BMP files with libzbar and ZXing-C++ and \
             prints every distinct symbol. `-` reads one image from stdin; directories are \
-            scanned with --recursive.
+            scanned with --recursive (paths it cannot scan are reported). Every page of a TIFF \
+            and every frame of a GIF is scanned (jsonl gives each its "frame" index).
 
-            Formats: text (zbarimg style, `QR-Code:payload`), jsonl (one JSON object per input: \
-            file, symbols with format, text, bytesBase64, points, engine; error), csv (file,format,text).
+            Memory: an input's size and its header's pixel count are checked before it is \
+            read; --jobs share one --memory-budget, so more jobs never multiply the peak.
+
+            Formats: text (zbarimg style, `QR-Code:payload`), jsonl (one JSON object per input \
+            or frame, keys sorted: error, file, frame, symbols with bytesBase64, engine, format, \
+            gs1, points, symbologyIdentifier, text), csv (file,format,text).
 
             Exit status: 0 every input had a symbol; 4 some readable input had none; 1 an input \
-            could not be read (the others are still scanned; 1 wins over 4); 64 usage; 130 interrupted.
+            could not be read or output could not be written (the others are still scanned; 1 \
+            wins over 4); 64 usage; 130/143 stopped by SIGINT/SIGTERM (whole lines kept); 141 \
+            stdout closed.
 
             Examples:
               scan label.png
@@ -48,13 +55,16 @@ struct ScanCommand: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Effort on hard images: fast, balanced or thorough.")
     var effort: EffortArgument = .balanced
 
-    @Option(name: .shortAndLong, help: "Images decoded in parallel (default: available cores).")
+    @Option(
+        name: .shortAndLong,
+        help: "Images decoded in parallel, 1-256 (default: available cores)."
+    )
     var jobs: Int?
 
     @Flag(name: .shortAndLong, help: "Scan directories and their subdirectories.")
     var recursive = false
 
-    @Option(name: .long, help: "Stop after this many symbols per image.")
+    @Option(name: .long, help: "Stop after this many symbols per image (1-100000).")
     var maxSymbols: Int?
 
     @Option(
@@ -70,8 +80,20 @@ struct ScanCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Do not look for inverted (light on dark) symbols.")
     var noInverted = false
 
-    @Option(name: .long, help: "Refuse images with more megapixels than this, before decoding.")
+    @Option(
+        name: .long,
+        help: "Refuse images with more megapixels than this (1-2000), before decoding."
+    )
     var maxMegapixels: Int = 100
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Memory all jobs' images may take at once, in MiB (64-1048576); a larger image runs alone.",
+            valueName: "MiB"
+        )
+    )
+    var memoryBudget: Int = MemoryBudget.defaultCapacity >> 20
 
     @OptionGroup(title: "Text recognition (OCR)") var textMode: TextModeOptions
 
@@ -79,58 +101,31 @@ struct ScanCommand: AsyncParsableCommand {
 
     mutating func validate() throws {
         if inputs.isEmpty { throw ValidationError("give at least one image file, directory or -") }
-        if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
-        if let maxSymbols, maxSymbols < 1 {
-            throw ValidationError("--max-symbols must be at least 1")
+        if let jobs, !(1...256).contains(jobs) {
+            throw ValidationError("--jobs must be between 1 and 256")
         }
-        if maxMegapixels < 1 { throw ValidationError("--max-megapixels must be at least 1") }
+        if let maxSymbols, !(1...100_000).contains(maxSymbols) {
+            throw ValidationError("--max-symbols must be between 1 and 100000")
+        }
+        if !(1...2_000).contains(maxMegapixels) {
+            throw ValidationError("--max-megapixels must be between 1 and 2000")
+        }
+        if !(64...1_048_576).contains(memoryBudget) {
+            throw ValidationError("--memory-budget must be between 64 and 1048576 MiB")
+        }
         if inputs.filter({ $0 == "-" }).count > 1 {
             throw ValidationError("stdin (-) can be read only once")
         }
         if common.json { format = .jsonl }
     }
 
-    /// Catches SIGINT before parsing, so even an interrupt during a long argument list exits
-    /// 130, and reports usage errors with the suite's `error:` prefix.
+    /// The suite's entry point, after `--text`'s one re-execution with OpenMP limited.
     static func main() async {
         OpenMPEnvironment.ensureSingleThreaded()
-        InterruptWatch.shared.install()
-        let command: any ParsableCommand
-        do {
-            command = try parseAsRoot()
-        } catch {
-            exitReporting(error)
-        }
-        do {
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                var syncCommand = command
-                try syncCommand.run()
-            }
-        } catch {
-            exitReporting(error)
-        }
-    }
-
-    /// `--help` and `--version` on stdout with 0; usage errors as `error: ...` on stderr with 64;
-    /// exit statuses thrown by `run()` as they are (their messages are already printed).
-    private static func exitReporting(_ error: any Error) -> Never {
-        let code = exitCode(for: error)
-        if error is ExitCode { Foundation.exit(code.rawValue) }
-        let message = fullMessage(for: error)
-        if code == .success {
-            if !message.isEmpty { print(message) }
-            Foundation.exit(code.rawValue)
-        }
-        var text = message
-        if text.hasPrefix("Error: ") { text = "error: " + text.dropFirst("Error: ".count) }
-        Console.write(text.hasSuffix("\n") ? text : text + "\n")
-        Foundation.exit(code.rawValue)
+        await CommandMain.run(Self.self)
     }
 
     func run() async throws {
-        let interrupt = InterruptWatch.shared
         let logger = common.makeLogger(label: "shopfloor.scan")
         let options = BarcodeScanOptions(
             symbologies: symbologies?.set ?? Set(Symbology.allCases),
@@ -140,15 +135,22 @@ struct ScanCommand: AsyncParsableCommand {
             searchesInverted: !noInverted,
             maximumSymbols: maxSymbols
         )
-        let collected = InputCollector(recursive: recursive).collect(inputs)
-        var sawUnreadable = !collected.errors.isEmpty
-        for error in collected.errors { Console.error(error) }
+        let collected = InputCollection(inputs, recursive: recursive)
+        var sawUnreadable = !collected.skipped.isEmpty
+        for skipped in collected.skipped {
+            Console.error(
+                skipped.reason == .directory
+                    ? "\(TerminalText.escaped(skipped.path)): is a directory (use --recursive to scan the images in it)"
+                    : skipped.description
+            )
+        }
 
         let textReader = try textMode.makeReader(region: region, logger: logger)
         let scanner = FileScanner(
             barcodes: textMode.readsBarcodes
                 ? BarcodeReader(options: options, logger: logger) : nil,
             limits: ImageLimits(maximumPixelCount: maxMegapixels * 1_000_000),
+            budget: MemoryBudget(capacity: memoryBudget << 20),
             text: textReader
         )
         let writer = RecordWriter(format: format)
@@ -160,34 +162,37 @@ struct ScanCommand: AsyncParsableCommand {
         var symbolCount = 0
         let started = ContinuousClock.now
 
-        writer.begin()
+        try writer.begin()
         let items = collected.inputs
         let stream = ImageBatch.process(count: items.count, jobs: jobs ?? ImageBatch.defaultJobs) {
             index in
             scanner.scan(items[index])
         }
-        for await record in stream {
-            if interrupt.fired { break }
-            writer.write(record)
-            progress.step()
-            if let error = record.error {
-                sawUnreadable = true
-                progress.clear()
-                Console.error(error.description)
-            } else if let error = record.textError {
-                sawUnreadable = true
-                progress.clear()
-                Console.error(error.description)
-            } else if record.isEmpty {
-                sawEmpty = true
+        // A stop signal cancels this task: the loop ends at once, abandoning the images in
+        // progress, and the whole records already made are written.
+        for await records in stream {
+            for record in records {
+                try writer.write(record)
+                if let error = record.error {
+                    sawUnreadable = true
+                    progress.clear()
+                    Console.error(TerminalText.escaped(error.description))
+                } else if let error = record.textError {
+                    sawUnreadable = true
+                    progress.clear()
+                    Console.error(TerminalText.escaped(error.description))
+                } else if record.isEmpty {
+                    sawEmpty = true
+                }
+                symbolCount += record.symbols.count
             }
-            symbolCount += record.symbols.count
+            progress.step()
         }
-        writer.end()
+        try writer.end()
         progress.clear()
-        if interrupt.fired {
+        if StopSignal.received != nil {
             if !common.quiet { Console.note("scan: interrupted") }
-            throw ExitStatus.interrupted.exitCode
+            return
         }
         if !common.quiet {
             let seconds = (ContinuousClock.now - started).formatted(
@@ -248,14 +253,20 @@ enum RegionArgument {
         let parts = argument.split(separator: ",").map {
             Int($0.trimmingCharacters(in: .whitespaces))
         }
+        let bound = Int(Int32.max)
         guard parts.count == 4, let x = parts[0], let y = parts[1], let w = parts[2],
             let h = parts[3],
-            x >= 0, y >= 0, w > 0, h > 0
+            (0...bound).contains(x), (0...bound).contains(y), (1...bound).contains(w),
+            (1...bound).contains(h)
         else {
             throw ValidationError(
-                "--region wants X,Y,WIDTH,HEIGHT with a positive width and height"
+                "--region wants X,Y,WIDTH,HEIGHT with a positive width and height, each at most \(bound)"
             )
         }
         return PixelRect(x: x, y: y, width: w, height: h)
     }
 }
+
+/// Marks this executable as an app of the suite, so CStartup's constructor installs the stop
+/// signal handlers before any Swift code runs (see CStartup.h).
+@_cdecl("sf_startup_app_marker") func startupAppMarker() {}

@@ -135,34 +135,6 @@ enum TextOutput {
         }
         return text.lines.map { "\(file),text,\(RecordWriter.csv($0.text))\n" }.joined()
     }
-
-    /// `,"text":...,"lines":[...],"matches":[...]` when text was asked for; empty otherwise.
-    static func jsonFields(_ record: ScanRecord) -> String {
-        guard record.text != nil || record.textError != nil else { return "" }
-        let text = record.text
-        var out = ",\"text\":" + (text.map { JSONLine.string($0.text) } ?? "null")
-        out += ",\"lines\":["
-        out += (text?.lines ?? []).map { line in
-            "{\"text\":" + JSONLine.string(line.text) + ",\"confidence\":"
-                + confidence(line.confidence)
-                + ",\"box\":" + box(line.box) + "}"
-        }.joined(separator: ",")
-        out += "],\"matches\":["
-        out += (text?.matches ?? []).map { match in
-            "{\"validator\":" + JSONLine.string(match.validator) + ",\"text\":"
-                + JSONLine.string(match.text)
-                + ",\"box\":" + box(match.box) + "}"
-        }.joined(separator: ",")
-        out += "]"
-        if let error = record.textError {
-            out += ",\"textError\":" + JSONLine.string(error.description)
-        }
-        return out
-    }
-
-    static func box(_ r: PixelRect) -> String { "[\(r.x),\(r.y),\(r.width),\(r.height)]" }
-
-    static func confidence(_ c: Double) -> String { String(format: "%.3f", c) }
 }
 
 #if canImport(Glibc)
@@ -178,9 +150,7 @@ enum OpenMPEnvironment {
         let arguments = CommandLine.arguments
         guard arguments.contains("--text"), getenv("OMP_THREAD_LIMIT") == nil else { return }
         setenv("OMP_THREAD_LIMIT", "1", 1)
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
-        argv.append(nil)
-        execv("/proc/self/exe", &argv)
-        // exec failed (no /proc): carry on, only slower.
+        // Keeps a stop signal pending across the exec; exec failed (no /proc): carry on.
+        StopSignal.reexecute(arguments)
     }
 }

@@ -18,19 +18,15 @@ struct Read: ParsableCommand {
     @Argument(help: "The key to read; all keys when omitted.") var key: String?
 
     func run() throws {
-        try reporting {
-            let store = try global.openStore()
-            guard let key else {
-                emit(DefaultsValue.dictionary(store.storedValues()).jsonText(pretty: true))
-                return
-            }
-            guard let value = store.storedValues()[key] else {
-                throw CommandFailure.notFound(
-                    "key '\(key)' does not exist in suite '\(store.suiteName)'"
-                )
-            }
-            emit(global.common.json ? value.jsonText(pretty: true) : value.plainText)
+        let store = try global.openStore()
+        guard let key else {
+            try emit(DefaultsValue.dictionary(store.storedValues()).jsonText(pretty: true))
+            return
         }
+        guard let value = store.storedValues()[key] else {
+            throw CommandError.notFound("key '\(key)' does not exist in suite '\(store.suiteName)'")
+        }
+        try emit(global.common.json ? value.jsonText(pretty: true) : value.plainText)
     }
 }
 
@@ -45,22 +41,21 @@ struct ReadType: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The key.") var key: String
 
+    /// `{"key", "type"}` with --json.
+    struct KeyType: Encodable {
+        var key: String
+        var type: String
+    }
+
     func run() throws {
-        try reporting {
-            let store = try global.openStore()
-            guard let value = store.storedValues()[key] else {
-                throw CommandFailure.notFound(
-                    "key '\(key)' does not exist in suite '\(store.suiteName)'"
-                )
-            }
-            if global.common.json {
-                emit(
-                    DefaultsValue.dictionary(["key": .string(key), "type": .string(value.typeName)])
-                        .jsonText()
-                )
-            } else {
-                emit("Type is \(value.typeName)")
-            }
+        let store = try global.openStore()
+        guard let value = store.storedValues()[key] else {
+            throw CommandError.notFound("key '\(key)' does not exist in suite '\(store.suiteName)'")
+        }
+        if global.common.json {
+            try emit(JSONOutput.line(KeyType(key: key, type: value.typeName)))
+        } else {
+            try emit("Type is \(value.typeName)")
         }
     }
 }
@@ -72,7 +67,8 @@ struct Export: ParsableCommand {
         discussion: """
             JSON is one flat object, {"key": value}, with values as `read --json` gives them \
             (dates RFC 3339, data base64). A suite never written exports {} (or an empty \
-            dictionary). A file is replaced atomically.
+            dictionary). A regular file is replaced atomically (through a symbolic link, the \
+            file it names); a directory, FIFO or device is refused.
             """
     )
 
@@ -80,20 +76,18 @@ struct Export: ParsableCommand {
     @Argument(help: "The file to write, or - for stdout.") var file: String
 
     func run() throws {
-        try reporting {
-            let store = try global.openStore()
-            let suite = DefaultsValue.dictionary(store.storedValues())
-            let text =
-                global.common.json ? suite.jsonText(pretty: true) + "\n" : suite.propertyListXML()
-            if file == "-" {
-                FileHandle.standardOutput.write(Data(text.utf8))
-                return
-            }
-            do {
-                try Data(text.utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
-            } catch {
-                throw CommandFailure.failure("cannot write \(file): \(error.localizedDescription)")
-            }
+        let store = try global.openStore()
+        let suite = DefaultsValue.dictionary(store.storedValues())
+        let text =
+            global.common.json ? suite.jsonText(pretty: true) + "\n" : suite.propertyListXML()
+        if file == "-" {
+            try StandardOutput.write(text)
+            return
+        }
+        do {
+            try FileIO.replaceFile(atPath: file, with: Array(text.utf8))
+        } catch {
+            throw CommandError.failure("cannot export to \(file): \(error)")
         }
     }
 }
@@ -106,14 +100,11 @@ struct Domains: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
-        try reporting {
-            let suites = try SuiteContainer.suitesWithStores()
-            if global.common.json {
-                let items = DefaultsValue.array(suites.map { .string($0) }).jsonText()
-                emit("{\"items\":\(items),\"nextCursor\":null}")
-            } else {
-                for suite in suites { emit(suite) }
-            }
+        let suites = try SuiteContainer.suitesWithStores()
+        if global.common.json {
+            try emit(JSONOutput.line(ListPage(items: suites)))
+        } else {
+            for suite in suites { try emit(suite) }
         }
     }
 }
@@ -130,40 +121,42 @@ struct Find: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The text to look for.") var word: String
 
+    /// One match in `--json` output.
+    struct Match: Encodable {
+        var suite: String
+        var key: String
+        var value: DefaultsValue
+    }
+
     func run() throws {
-        try reporting {
-            var items: [DefaultsValue] = []
-            var lines: [String] = []
-            for suite in try SuiteContainer.suitesWithStores() {
-                let store: SharedStore
-                do {
-                    store = try SharedStore(
-                        suite: suite,
-                        refresh: .statEveryRead,
-                        logger: global.common.makeLogger(label: "suite-defaults")
-                    )
-                } catch {
-                    Console.warning("skipping suite '\(suite)': \(error)")
-                    continue
-                }
-                let values = store.storedValues()
-                for key in values.keys.sorted() {
-                    let value = values[key]!
-                    let text = value.jsonText()
-                    guard
-                        key.localizedCaseInsensitiveContains(word)
-                            || text.localizedCaseInsensitiveContains(word)
-                    else { continue }
-                    items.append(["suite": .string(suite), "key": .string(key), "value": value])
-                    lines.append("\(suite) \(key) = \(text)")
-                }
-            }
-            if global.common.json {
-                emit(
-                    "{\"items\":" + DefaultsValue.array(items).jsonText() + ",\"nextCursor\":null}"
+        var matches: [Match] = []
+        for suite in try SuiteContainer.suitesWithStores() {
+            let store: SharedStore
+            do {
+                store = try SharedStore(
+                    suite: suite,
+                    refresh: .statEveryRead,
+                    logger: global.common.makeLogger(label: "suite-defaults")
                 )
-            } else {
-                for line in lines { emit(line) }
+            } catch {
+                Console.warning("skipping suite '\(suite)': \(error)")
+                continue
+            }
+            let values = store.storedValues()
+            for key in values.keys.sorted() {
+                let value = values[key]!
+                guard
+                    key.localizedCaseInsensitiveContains(word)
+                        || value.jsonText().localizedCaseInsensitiveContains(word)
+                else { continue }
+                matches.append(Match(suite: suite, key: key, value: value))
+            }
+        }
+        if global.common.json {
+            try emit(JSONOutput.line(ListPage(items: matches)))
+        } else {
+            for match in matches {
+                try emit("\(match.suite) \(match.key) = \(match.value.jsonText())")
             }
         }
     }

@@ -7,7 +7,7 @@ import SharedDefaults
 /// `suite-defaults`: read and change a suite's shared settings from the command line, with
 /// verbs after macOS `defaults`.
 @main
-struct SuiteDefaults: AsyncParsableCommand {
+struct SuiteDefaults: SuiteCommand {
     static let configuration = CommandConfiguration(
         commandName: "suite-defaults",
         abstract: "Read and change the settings every Shopfloor tool of a suite shares.",
@@ -18,8 +18,13 @@ struct SuiteDefaults: AsyncParsableCommand {
             tools use the suite. Only the defaults store is ever read or printed: tokens and \
             other files in the container are not.
 
-            Exit codes: 0 success, 1 error, 3 key not found, 64 usage, 130/143 watch stopped by \
-            SIGINT/SIGTERM.
+            Limits: a value nests at most 100 levels of arrays and dictionaries, a suite takes \
+            at most 64 MiB; a change past them is refused (64) before anything is written. A \
+            change waits for another tool's change at most --lock-timeout seconds, and says \
+            so on stderr after a second.
+
+            Exit codes: 0 success, 1 error, 3 key not found, 64 usage or a value past the \
+            limits, 130/143 stopped by SIGINT/SIGTERM, 141 stdout closed.
 
             Examples:
               suite-defaults write serverURL -string https://store.example
@@ -38,56 +43,30 @@ struct SuiteDefaults: AsyncParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-
-    static func main() async {
-        await main(rewritingWrite(Array(CommandLine.arguments.dropFirst())))
-    }
-
-    /// `write`'s values use single-dash type flags (`-int`, `-array`) that an option parser
-    /// would take for options. The shared options given between `write` and KEY move before
-    /// the verb, and a `--` goes before KEY so everything from KEY on reaches `write` as is.
-    static func rewritingWrite(_ arguments: [String]) -> [String] {
-        let valued: Set<String> = ["--suite"]
-        let flags: Set<String> = ["--json", "--quiet", "-q", "--verbose", "-v"]
-        var index = 0
-        // Skip the shared options before the verb.
-        while index < arguments.count {
-            let token = arguments[index]
-            if valued.contains(token) {
-                index += 2
-            } else if flags.contains(token) || token.hasPrefix("--suite=") {
-                index += 1
-            } else {
-                break
-            }
-        }
-        guard index < arguments.count, arguments[index] == "write" else { return arguments }
-        var before = Array(arguments[..<index])
-        var rest = index + 1
-        while rest < arguments.count {
-            let token = arguments[rest]
-            if token == "--help" || token == "-h" { return arguments }
-            if valued.contains(token), rest + 1 < arguments.count {
-                before += [token, arguments[rest + 1]]
-                rest += 2
-            } else if flags.contains(token) || token.hasPrefix("--suite=") {
-                before.append(token)
-                rest += 1
-            } else {
-                break
-            }
-        }
-        if rest < arguments.count, arguments[rest] == "--" { rest += 1 }
-        return before + ["write", "--"] + arguments[rest...]
-    }
 }
 
-/// Options every verb takes: the suite and the shared `--json`/`--quiet`/`--verbose`.
+/// Options every verb takes: the suite, the lock timeout and the shared `--json`/`--quiet`/
+/// `--verbose`.
 struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "The suite (app group) name; else SHOPFLOOR_SUITE, else shopfloor.")
     var suite: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Give up a change after waiting this long for another tool's change (0-86400).",
+            valueName: "seconds"
+        )
+    )
+    var lockTimeout: Double = 30
+
     @OptionGroup var common: CommonOptions
+
+    mutating func validate() throws {
+        guard lockTimeout.isFinite, (0...86_400).contains(lockTimeout) else {
+            throw ValidationError("--lock-timeout must be between 0 and 86400 seconds")
+        }
+    }
 
     /// The suite named by --suite or the environment.
     var suiteName: String { suite ?? SuiteContainer.defaultSuiteName() }
@@ -96,51 +75,15 @@ struct GlobalOptions: ParsableArguments {
         try SharedStore(
             suite: suiteName,
             refresh: refresh,
-            logger: common.makeLogger(label: "suite-defaults")
+            logger: common.makeLogger(label: "suite-defaults"),
+            lockTimeout: .milliseconds(Int64((lockTimeout * 1000).rounded()))
         )
     }
 }
 
-/// A failure with the exit status it maps to.
-struct CommandFailure: Error {
-    var status: ExitStatus
-    var message: String
-
-    static func usage(_ message: String) -> CommandFailure {
-        CommandFailure(status: .usage, message: message)
-    }
-    static func notFound(_ message: String) -> CommandFailure {
-        CommandFailure(status: .notFound, message: message)
-    }
-    static func failure(_ message: String) -> CommandFailure {
-        CommandFailure(status: .failure, message: message)
-    }
-}
-
-/// Runs a verb, printing `error: ...` on stderr and exiting with the suite's code on failure.
-func reporting(_ body: () throws -> Void) throws {
-    do {
-        try body()
-    } catch let failure as CommandFailure {
-        Console.error(failure.message)
-        throw failure.status.exitCode
-    } catch let error as SharedStoreError {
-        Console.error(error.description)
-        throw (error.code == .invalidSuiteName ? ExitStatus.usage : .failure).exitCode
-    } catch let exit as ExitCode {
-        throw exit
-    } catch let clean as CleanExit {
-        throw clean
-    } catch {
-        Console.error("\(error)")
-        throw ExitStatus.failure.exitCode
-    }
-}
-
-/// Writes a line to stdout unbuffered, so each line reaches a pipe at once and nothing is
-/// left in a buffer when `watch` exits on a signal.
-func emit(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+/// Writes a line to stdout at once (each line reaches a pipe as it is printed), checked.
+func emit(_ text: String) throws(OutputError) {
+    try StandardOutput.line(text)
 }
 
 extension DefaultsValue {
@@ -158,3 +101,8 @@ extension DefaultsValue {
         }
     }
 }
+
+/// Marks this executable as an app of the suite, so CStartup's constructor installs the stop
+/// signal handlers before any Swift code runs (test bundles linking CommandSupport do not
+/// define it and keep their own signal handling).
+@_cdecl("sf_startup_app_marker") func startupAppMarker() {}

@@ -1,12 +1,7 @@
 import ArgumentParser
 import CommandSupport
-import Dispatch
 import Foundation
 import SharedDefaults
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,7 +9,8 @@ struct Watch: AsyncParsableCommand {
         discussion: """
             Each line is {"suite", "key", "old", "new", "at"}: old/new as JSON (null when \
             absent), at the RFC 3339 time the change was seen. Changes by any process are \
-            reported. Exits 130 on SIGINT and 143 on SIGTERM, after flushing output.
+            reported. Exits 130 on SIGINT and 143 on SIGTERM, after the last whole line; \
+            exits 1 with a message when the suite's container is removed.
             """
     )
 
@@ -22,38 +18,16 @@ struct Watch: AsyncParsableCommand {
     @Argument(help: "The key to watch; every key when omitted.") var key: String?
 
     func run() async throws {
-        let store: SharedStore
-        do {
-            store = try global.openStore(refresh: .notifications)
-        } catch {
-            try reporting { throw error }
-            return
+        let store = try global.openStore(refresh: .notifications)
+        for await change in store.changes(forKey: key) {
+            try emit(change.jsonLine())
         }
-        let signals = StopSignals()
-        let changes = store.changes(forKey: key)
-        for await change in changes {
-            emit(change.jsonLine())
+        // The sequence ends on a stop signal (CommandMain exits 130/143) or when the
+        // container is gone, where nothing will ever change again.
+        if store.isContainerRemoved {
+            throw CommandError.failure(
+                "the container of suite '\(store.suiteName)' (\(store.containerURL.path)) was removed; stopped watching"
+            )
         }
-        _ = signals
-    }
-}
-
-/// Turns SIGINT and SIGTERM into a clean exit with 130 or 143 (output is written unbuffered,
-/// so every printed change is complete).
-final class StopSignals {
-    private let sources: [any DispatchSourceSignal]
-
-    init() {
-        var sources: [any DispatchSourceSignal] = []
-        for (number, status) in [
-            (SIGINT, ExitStatus.interrupted), (SIGTERM, ExitStatus.terminated),
-        ] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { exit(status.rawValue) }
-            source.resume()
-            sources.append(source)
-        }
-        self.sources = sources
     }
 }

@@ -12,12 +12,15 @@ struct Write: ParsableCommand {
             true/false/yes/no/1/0, -date ISO 8601 (2026-11-23T07:00:00Z), -data hex, -json any \
             JSON value. -array takes elements and -dict key/value pairs; each element or value \
             is a string unless a type flag precedes it (-array -int 1 -string two). \
-            -array-add appends to an array and -dict-add adds to a dictionary. Put --suite \
-            before KEY.
+            -array-add appends to an array and -dict-add adds to a dictionary. Options go \
+            before KEY (before or after `write`); everything from KEY on is the value.
             """
     )
 
-    @OptionGroup var global: GlobalOptions
+    /// The options given before `write` (the root command parses those).
+    @ParentCommand var root: SuiteDefaults
+    /// The options given between `write` and KEY.
+    @OptionGroup var options: VerbOptions
     @Argument(
         parsing: .captureForPassthrough,
         help: "KEY, an optional type flag, then the value(s)."
@@ -25,43 +28,79 @@ struct Write: ParsableCommand {
     var arguments: [String] = []
 
     func run() throws {
-        try reporting {
-            if arguments.first == "--help" || arguments.first == "-h" {
-                throw CleanExit.helpRequest(self)
-            }
-            var arguments = arguments[...]
-            // `main` puts a `--` before KEY (see `SuiteDefaults.rewritingWrite`).
-            if arguments.first == "--" { arguments.removeFirst() }
-            guard let key = arguments.first else {
-                throw CommandFailure.usage("write needs a KEY and a value")
-            }
-            let change = try WriteValue.parse(Array(arguments.dropFirst()))
-            let store = try global.openStore()
-            try store.update { values in
-                switch change {
-                case .set(let value): values[key] = value
-                case .arrayAdd(let elements):
-                    switch values[key] {
-                    case nil: values[key] = .array(elements)
-                    case .array(let existing): values[key] = .array(existing + elements)
-                    case .some(let other):
-                        throw CommandFailure.failure(
-                            "cannot add to '\(key)': it holds a \(other.typeName), not an array"
-                        )
-                    }
-                case .dictionaryAdd(let entries):
-                    switch values[key] {
-                    case nil: values[key] = .dictionary(entries)
-                    case .dictionary(let existing):
-                        values[key] = .dictionary(existing.merging(entries) { _, new in new })
-                    case .some(let other):
-                        throw CommandFailure.failure(
-                            "cannot add to '\(key)': it holds a \(other.typeName), not a dictionary"
-                        )
-                    }
+        if arguments.first == "--help" || arguments.first == "-h" {
+            throw CleanExit.helpRequest(self)
+        }
+        var arguments = arguments[...]
+        // `write -- KEY ...` is accepted too, for a KEY that starts with a dash.
+        if arguments.first == "--" { arguments.removeFirst() }
+        guard let key = arguments.first else {
+            throw CommandError.usage("write needs a KEY and a value")
+        }
+        let change = try WriteValue.parse(Array(arguments.dropFirst()))
+        let store = try options.overriding(root.global).openStore()
+        try store.update { values in
+            switch change {
+            case .set(let value): values[key] = value
+            case .arrayAdd(let elements):
+                switch values[key] {
+                case nil: values[key] = .array(elements)
+                case .array(let existing): values[key] = .array(existing + elements)
+                case .some(let other):
+                    throw CommandError.failure(
+                        "cannot add to '\(key)': it holds a \(other.typeName), not an array"
+                    )
+                }
+            case .dictionaryAdd(let entries):
+                switch values[key] {
+                case nil: values[key] = .dictionary(entries)
+                case .dictionary(let existing):
+                    values[key] = .dictionary(existing.merging(entries) { _, new in new })
+                case .some(let other):
+                    throw CommandError.failure(
+                        "cannot add to '\(key)': it holds a \(other.typeName), not a dictionary"
+                    )
                 }
             }
         }
+    }
+}
+
+/// The suite's options as given after `write` or `increment`, whose arguments from KEY on are
+/// their own syntax (single-dash type flags, negative amounts): the parser hands them over
+/// as they are, so options must come before KEY. Given on both sides of the verb, these win.
+struct VerbOptions: ParsableArguments {
+    @Option(name: .long, help: "The suite (app group) name; else SHOPFLOOR_SUITE, else shopfloor.")
+    var suite: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Give up after waiting this long for another tool's change.",
+            valueName: "seconds"
+        )
+    )
+    var lockTimeout: Double?
+
+    @Flag(help: "Print JSON on stdout.") var json = false
+    @Flag(name: .shortAndLong, help: "Print only errors on stderr.") var quiet = false
+    @Flag(name: .shortAndLong, help: "Log details on stderr.") var verbose = false
+
+    mutating func validate() throws {
+        if let lockTimeout, !(lockTimeout.isFinite && (0...86_400).contains(lockTimeout)) {
+            throw ValidationError("--lock-timeout must be between 0 and 86400 seconds")
+        }
+    }
+
+    /// `global` with these options applied over it.
+    func overriding(_ global: GlobalOptions) -> GlobalOptions {
+        var merged = global
+        if let suite { merged.suite = suite }
+        if let lockTimeout { merged.lockTimeout = lockTimeout }
+        if json { merged.common.json = true }
+        if quiet { merged.common.quiet = true }
+        if verbose { merged.common.verbose = true }
+        return merged
     }
 }
 
@@ -80,7 +119,7 @@ enum WriteValue: Equatable {
 
     static func parse(_ tokens: [String]) throws -> WriteValue {
         guard let first = tokens.first else {
-            throw CommandFailure.usage("write needs a value after KEY")
+            throw CommandError.usage("write needs a value after KEY")
         }
         switch first {
         case "-array", "-array-add":
@@ -92,19 +131,19 @@ enum WriteValue: Equatable {
         default:
             if scalarFlags.contains(first) {
                 guard tokens.count == 2 else {
-                    throw CommandFailure.usage(
+                    throw CommandError.usage(
                         "\(first) takes exactly one value, got \(tokens.count - 1)"
                     )
                 }
                 return .set(try scalar(flag: first, tokens[1]))
             }
             if first.hasPrefix("-") && first.count > 1 && Double(first) == nil {
-                throw CommandFailure.usage(
+                throw CommandError.usage(
                     "unknown type flag '\(first)'; use -string, -int, -float, -bool, -date, -data, -array, -dict or -json (write KEY -string \(first) for a string)"
                 )
             }
             guard tokens.count == 1 else {
-                throw CommandFailure.usage(
+                throw CommandError.usage(
                     "several values need -array or -dict (got \(tokens.count))"
                 )
             }
@@ -120,7 +159,7 @@ enum WriteValue: Equatable {
             let token = tokens[index]
             if scalarFlags.contains(token) {
                 guard index + 1 < tokens.count else {
-                    throw CommandFailure.usage("\(token) at the end needs a value")
+                    throw CommandError.usage("\(token) at the end needs a value")
                 }
                 elements.append(try scalar(flag: token, tokens[index + 1]))
                 index += 2
@@ -139,12 +178,12 @@ enum WriteValue: Equatable {
         while index < tokens.count {
             let key = tokens[index]
             guard index + 1 < tokens.count else {
-                throw CommandFailure.usage("-dict key '\(key)' has no value")
+                throw CommandError.usage("-dict key '\(key)' has no value")
             }
             let token = tokens[index + 1]
             if scalarFlags.contains(token) {
                 guard index + 2 < tokens.count else {
-                    throw CommandFailure.usage("\(token) at the end needs a value")
+                    throw CommandError.usage("\(token) at the end needs a value")
                 }
                 entries[key] = try scalar(flag: token, tokens[index + 2])
                 index += 3
@@ -161,13 +200,13 @@ enum WriteValue: Equatable {
         case "-string": return .string(text)
         case "-int", "-integer":
             guard let int = Int(text.trimmingCharacters(in: .whitespaces)) else {
-                throw CommandFailure.usage("'\(text)' is not an integer (64-bit, e.g. 42 or -7)")
+                throw CommandError.usage("'\(text)' is not an integer (64-bit, e.g. 42 or -7)")
             }
             return .int(int)
         case "-float", "-double", "-real":
             guard let double = Double(text.trimmingCharacters(in: .whitespaces)), double.isFinite
             else {
-                throw CommandFailure.usage("'\(text)' is not a finite number (e.g. 1.5)")
+                throw CommandError.usage("'\(text)' is not a finite number (e.g. 1.5)")
             }
             return .double(double)
         case "-bool", "-boolean":
@@ -175,18 +214,18 @@ enum WriteValue: Equatable {
             case "true", "yes", "1": return .bool(true)
             case "false", "no", "0": return .bool(false)
             default:
-                throw CommandFailure.usage("'\(text)' is not a boolean (true/false, yes/no, 1/0)")
+                throw CommandError.usage("'\(text)' is not a boolean (true/false, yes/no, 1/0)")
             }
         case "-date":
             guard let date = DefaultsValue.parseDate(text) else {
-                throw CommandFailure.usage(
+                throw CommandError.usage(
                     "'\(text)' is not an ISO 8601 date (e.g. 2026-11-23T07:00:00Z)"
                 )
             }
             return .date(date)
         case "-data":
             guard let data = hexData(text) else {
-                throw CommandFailure.usage(
+                throw CommandError.usage(
                     "'\(text)' is not hex data (an even number of 0-9a-f digits)"
                 )
             }
@@ -195,7 +234,9 @@ enum WriteValue: Equatable {
             do {
                 return try DefaultsValue(jsonText: text)
             } catch {
-                throw CommandFailure.usage("-json value is not valid JSON: \(error)")
+                throw CommandError.usage(
+                    error.limit == nil ? "-json value is not valid JSON: \(error)" : error.message
+                )
             }
         }
     }
@@ -236,17 +277,13 @@ struct Delete: ParsableCommand {
     @Argument(help: "The key to remove; all keys when omitted.") var key: String?
 
     func run() throws {
-        try reporting {
-            let store = try global.openStore()
-            guard let key else {
-                try store.removeAll()
-                return
-            }
-            guard try store.removeValue(forKey: key) != nil else {
-                throw CommandFailure.notFound(
-                    "key '\(key)' does not exist in suite '\(store.suiteName)'"
-                )
-            }
+        let store = try global.openStore()
+        guard let key else {
+            try store.removeAll()
+            return
+        }
+        guard try store.removeValue(forKey: key) != nil else {
+            throw CommandError.notFound("key '\(key)' does not exist in suite '\(store.suiteName)'")
         }
     }
 }
@@ -262,13 +299,9 @@ struct Rename: ParsableCommand {
     @Argument(help: "Its new name.") var new: String
 
     func run() throws {
-        try reporting {
-            let store = try global.openStore()
-            guard try store.renameValue(forKey: old, to: new) else {
-                throw CommandFailure.notFound(
-                    "key '\(old)' does not exist in suite '\(store.suiteName)'"
-                )
-            }
+        let store = try global.openStore()
+        guard try store.renameValue(forKey: old, to: new) else {
+            throw CommandError.notFound("key '\(old)' does not exist in suite '\(store.suiteName)'")
         }
     }
 }
@@ -277,28 +310,44 @@ struct Increment: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
             "Add BY (default 1, may be negative) to an integer atomically and print the result.",
-        discussion: "A missing key starts from 0. A key holding a non-integer is an error (exit 1)."
+        discussion: """
+            A missing key starts from 0. A key holding a non-integer, or a sum past 64 bits, is \
+            an error (exit 1). The new value is printed after it is stored; if it cannot be \
+            printed, the error on stderr names the stored value (and `read KEY` gives it).
+            """
     )
 
-    @OptionGroup var global: GlobalOptions
+    /// The options given before `increment` (the root command parses those).
+    @ParentCommand var root: SuiteDefaults
+    /// The options given between `increment` and KEY.
+    @OptionGroup var options: VerbOptions
     @Argument(help: "The key.") var key: String
     @Argument(parsing: .captureForPassthrough, help: "The amount (default 1).") var by: [String] =
         []
 
     func run() throws {
-        try reporting {
-            guard by.count <= 1 else {
-                throw CommandFailure.usage("increment takes KEY and at most one amount")
+        guard by.count <= 1 else {
+            throw CommandError.usage("increment takes KEY and at most one amount")
+        }
+        var amount = 1
+        if let text = by.first {
+            guard let parsed = Int(text) else {
+                throw CommandError.usage("'\(text)' is not an integer amount (64-bit)")
             }
-            var amount = 1
-            if let text = by.first {
-                guard let parsed = Int(text) else {
-                    throw CommandFailure.usage("'\(text)' is not an integer amount")
-                }
-                amount = parsed
-            }
-            let store = try global.openStore()
-            emit(String(try store.increment(key, by: amount)))
+            amount = parsed
+        }
+        let store = try options.overriding(root.global).openStore()
+        let value = try store.increment(key, by: amount)
+        do {
+            try emit(String(value))
+        } catch {
+            // Stored but not seen: say what the caller missed, so it is never misread.
+            Console.error(
+                "\(error); '\(key)' in suite '\(store.suiteName)' is now \(value) (the increment was stored)"
+            )
+            throw ExitCode(
+                error.isClosedPipe ? ExitStatus.brokenPipe.rawValue : ExitStatus.failure.rawValue
+            )
         }
     }
 }
@@ -308,60 +357,72 @@ struct Import: ParsableCommand {
         abstract:
             "Replace the suite with a dictionary from FILE (or stdin with -): property list or JSON.",
         discussion: """
-            The format is detected: JSON when the text starts with {, else a property list \
-            (XML or binary). The top level must be a dictionary. The suite is replaced in one \
-            atomic change; --merge keeps keys the file does not name.
+            The format is detected: JSON when the text starts with { or [, else an XML or \
+            binary property list. The top level must be a dictionary holding at least one \
+            setting (to clear a suite, use `delete`). The input is parsed whole and checked \
+            against the limits before the suite is replaced, in one atomic change; --merge \
+            keeps keys the file does not name.
             """
     )
+
+    /// The most an import reads: a suite's limit, with room for JSON's escapes and base64.
+    static let maximumInputBytes = 4 * DefaultsLimits.maximumStoreBytes
 
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The file to read, or - for stdin.") var file: String
     @Flag(help: "Keep the suite's keys that the file does not name.") var merge = false
 
     func run() throws {
-        try reporting {
-            let data: Data
-            if file == "-" {
-                data = FileHandle.standardInput.readDataToEndOfFile()
+        let name = file == "-" ? "stdin" : file
+        let bytes: [UInt8]
+        do {
+            bytes =
+                file == "-"
+                ? try FileIO.readAll(0, limit: Self.maximumInputBytes, name: name)
+                : try FileIO.readFile(atPath: file, limit: Self.maximumInputBytes)
+        } catch {
+            throw error.code == .tooLarge
+                ? CommandError.usage("\(error)") : CommandError.failure("cannot read \(error)")
+        }
+        let data = Data(bytes)
+        let firstByte = data.first { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }
+        guard firstByte != nil else {
+            throw CommandError.failure("\(name) holds no settings; nothing was imported")
+        }
+        let value: DefaultsValue
+        do {
+            // The top level is the suite itself: its values may nest the full limit below it.
+            let depth = DefaultsLimits.maximumNestingDepth + 1
+            if firstByte == UInt8(ascii: "{") || firstByte == UInt8(ascii: "[") {
+                value = try DefaultsValue(jsonData: data, maximumNestingDepth: depth)
             } else {
-                do {
-                    data = try Data(contentsOf: URL(fileURLWithPath: file))
-                } catch {
-                    throw CommandFailure.failure(
-                        "cannot read \(file): \(error.localizedDescription)"
-                    )
-                }
+                value = try DefaultsValue(propertyList: data, maximumNestingDepth: depth)
             }
-            let name = file == "-" ? "stdin" : file
-            let value: DefaultsValue
-            do {
-                let firstByte = data.first {
-                    ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0)
-                }
-                if firstByte == UInt8(ascii: "{") || firstByte == UInt8(ascii: "[") {
-                    value = try DefaultsValue(jsonData: data)
-                } else {
-                    value = try DefaultsValue(propertyList: data)
-                }
-            } catch {
-                throw CommandFailure.failure("\(name): \(error)")
+        } catch {
+            throw error.limit == nil
+                ? CommandError.failure("\(name): \(error)")
+                : CommandError.usage("\(name): \(error.message)")
+        }
+        guard case .dictionary(let entries) = value else {
+            throw CommandError.failure(
+                "\(name): the top level is \(value.typeName == "array" || value.typeName == "integer" ? "an" : "a") \(value.typeName); a suite imports a dictionary"
+            )
+        }
+        guard !entries.isEmpty else {
+            throw CommandError.failure(
+                "\(name) holds an empty dictionary, no settings; nothing was imported (to clear the suite, use delete)"
+            )
+        }
+        let store = try global.openStore()
+        try store.update { values in
+            if merge {
+                values.merge(entries) { _, new in new }
+            } else {
+                values = entries
             }
-            guard case .dictionary(let entries) = value else {
-                throw CommandFailure.failure(
-                    "\(name): the top level is \(value.typeName == "array" || value.typeName == "integer" ? "an" : "a") \(value.typeName); a suite imports a dictionary"
-                )
-            }
-            let store = try global.openStore()
-            try store.update { values in
-                if merge {
-                    values.merge(entries) { _, new in new }
-                } else {
-                    values = entries
-                }
-            }
-            if global.common.verbose {
-                Console.note("imported \(entries.count) keys into suite '\(store.suiteName)'")
-            }
+        }
+        if global.common.verbose {
+            Console.note("imported \(entries.count) keys into suite '\(store.suiteName)'")
         }
     }
 }

@@ -21,8 +21,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(path: "../SharedDefaults"),
-        // Tests only: the small test server on real sockets.
+        // Tests only: the small test server on real sockets (plain Hummingbird; the port is
+        // learned from onServerRunning, so HummingbirdTesting and its HTTP client stay out).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // Tests only: the reference RFC 8941 parser the hand parser is fuzzed against.
+        .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
     ],
     targets: [
         .target(
@@ -47,7 +51,11 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(
+                    name: "RawStructuredFieldValues",
+                    package: "swift-http-structured-headers"
+                ),
             ],
             swiftSettings: swiftSettings
         ),

@@ -42,12 +42,15 @@ let package = Package(
             pkgConfig: "lept",
             providers: [.apt(["libleptonica-dev"])]
         ),
-        // Image files to pixels: PNG and JPEG through libpng and libjpeg with our own error handlers
-        // (they print to stderr otherwise), every other format through leptonica, silenced.
+        // Image files to pixels, frame by frame: PNG and JPEG through libpng and libjpeg with
+        // our own error handlers (they print to stderr otherwise), TIFF through libtiff and GIF
+        // through giflib (every page and frame), BMP by our reader, the rest through
+        // leptonica, all silenced.
         .target(
             name: "CImageIO",
             linkerSettings: [
                 .linkedLibrary("lept"), .linkedLibrary("png16"), .linkedLibrary("jpeg"),
+                .linkedLibrary("tiff"), .linkedLibrary("gif"),
             ]
         ),
         // ZXing-C++ behind a small self-contained C header; only this target sees ZXing's.

@@ -1,5 +1,6 @@
 import CommandSupport
 import Foundation
+import Scanner
 import Testing
 
 /// The `scan` binary, run as a user runs it: real files, real pipes, real exit codes.
@@ -127,7 +128,10 @@ struct ScanCommandTests {
         let data = try Data(contentsOf: URL(fileURLWithPath: upca))
         let run = try ScanTool.run(["--format", "jsonl", "-q", "-"], stdin: data)
         #expect(run.status == 0)
-        #expect(run.stdout.hasPrefix("{\"file\":\"-\",\"symbols\":[{\"format\":\"UPCA\""))
+        let report = try JSONDecoder().decode(ScanReport.self, from: Data(run.stdout.utf8))
+        #expect(report.file == "-")
+        #expect(report.symbols.map(\.format) == ["UPCA"])
+        #expect(report.error == nil)
     }
 
     @Test("directories need --recursive, which finds images in subdirectories in sorted order")

@@ -13,16 +13,34 @@ internal import _CryptoExtras
 /// let stored = try hasher.hash("correct horse")
 /// try hasher.verify("correct horse", against: stored)   // true
 /// hasher.needsRehash(stored)                     // false until the cost is raised
+/// // Unknown user: spend the same time as for a known one, then refuse.
+/// try hasher.verifyOrDummy(password, against: storedHashOfUser)  // storedHashOfUser: String?
 /// ```
+///
+/// Deriving costs about as much CPU as the iterations say (600,000 ≈ a few hundred ms):
+/// run it off latency-sensitive executors and rate-limit sign-ins.
 public struct PasswordHasher: Sendable {
-    /// PBKDF2 iterations for new hashes (the cost parameter).
-    public var iterations: Int
+    /// The lowest cost ``init(iterations:)`` accepts (OWASP's floor for PBKDF2-HMAC-SHA256
+    /// is 600,000; 100,000 leaves room for slow devices, never less).
+    public static let minimumIterations = 100_000
+
+    /// PBKDF2 iterations for new hashes (the cost parameter); fixed for the hasher's life.
+    public let iterations: Int
 
     /// Creates a hasher.
-    /// - Parameter iterations: the cost; at least 1,000 (tests use low values; production
-    ///   should keep the default 600,000 or more).
+    /// - Parameter iterations: the cost (default 600,000); values under
+    ///   ``minimumIterations`` are raised to it.
     public init(iterations: Int = 600_000) {
-        self.iterations = max(1_000, iterations)
+        self.iterations = max(Self.minimumIterations, iterations)
+    }
+
+    private init(unchecked iterations: Int) {
+        self.iterations = max(1, iterations)
+    }
+
+    /// A hasher below the cost floor, for tests only (a low cost makes hashes cheap to crack).
+    public static func insecureForTesting(iterations: Int) -> PasswordHasher {
+        PasswordHasher(unchecked: iterations)
     }
 
     /// Hashes a password with a new random 16-byte salt.
@@ -40,8 +58,26 @@ public struct PasswordHasher: Sendable {
         let parsed = try Self.parse(encoded)
         let derived = try derive(password, salt: parsed.salt, iterations: parsed.iterations)
         guard derived.count == parsed.hash.count else { return false }
-        return derived.withUnsafeBytes { SignatureVerifier.constantTimeEqual($0, parsed.hash) }
+        // SymmetricKey's == is swift-crypto's constant-time comparison.
+        return SymmetricKey(data: derived) == SymmetricKey(data: parsed.hash)
     }
+
+    /// Checks a password against a user's stored hash, or — when there is no such user
+    /// (`encoded` is `nil`) — derives a hash at this hasher's cost anyway and answers `false`,
+    /// so a sign-in for an unknown user takes as long as one for a known user and timing
+    /// does not tell who exists.
+    /// - Throws: ``AuthError`` `invalidPasswordHash` when `encoded` is not one of ours.
+    public func verifyOrDummy(_ password: String, against encoded: String?) throws(AuthError)
+        -> Bool
+    {
+        guard let encoded else {
+            _ = try derive(password, salt: Self.dummySalt, iterations: iterations)
+            return false
+        }
+        return try verify(password, against: encoded)
+    }
+
+    private static let dummySalt: [UInt8] = Array("shopfloor-dummy!".utf8)
 
     /// Whether a stored hash uses a lower cost than this hasher (rehash after a good sign-in).
     public func needsRehash(_ encoded: String) -> Bool {
@@ -77,8 +113,8 @@ public struct PasswordHasher: Sendable {
         guard parts.count == 5, parts[0].isEmpty, parts[1] == "pbkdf2-sha256",
             parts[2].hasPrefix("i="),
             let iterations = Int(parts[2].dropFirst(2)), iterations >= 1, iterations <= 100_000_000,
-            let salt = Base64.decode(parts[3]), salt.count >= 8,
-            let hash = Base64.decode(parts[4]), hash.count >= 16
+            let salt = Base64.decode(parts[3], padding: .absent), salt.count >= 8,
+            let hash = Base64.decode(parts[4], padding: .absent), hash.count >= 16
         else {
             throw AuthError(
                 .invalidPasswordHash,

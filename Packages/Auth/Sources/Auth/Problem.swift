@@ -48,4 +48,7 @@ public enum AuthProblemType {
     public static let invalidGrant = base + "invalid-grant"
     /// The token request itself is malformed (token endpoint).
     public static let invalidRequest = base + "invalid-request"
+    /// The server's session or nonce store did not answer (status 503): retry later; this is
+    /// never a verdict on the credentials.
+    public static let unavailable = base + "unavailable"
 }

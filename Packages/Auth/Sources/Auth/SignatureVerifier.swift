@@ -1,7 +1,6 @@
 internal import Crypto
 public import Foundation
 public import Logging
-internal import Synchronization
 
 /// Why a signed request was refused. Logged by the verifier (with the key id, never a
 /// secret); the client only sees the 401 problem document of ``problem``.
@@ -14,8 +13,13 @@ public struct SignatureRejection: Error, Sendable, CustomStringConvertible {
         case malformedSignature
         /// `alg` is not `hmac-sha256`.
         case unsupportedAlgorithm
-        /// The covered components are not exactly `@method`, `@target-uri`, `content-digest`.
+        /// The covered components are not `@method`, `@target-uri`, `content-digest`, then
+        /// some of `content-type`, `idempotency-key`, `if-match` in that order; or one of
+        /// those is covered but absent from the request.
         case wrongComponents
+        /// The request carries `Content-Type`, `Idempotency-Key` or `If-Match` but the
+        /// signature does not cover it.
+        case uncoveredHeader
         /// `keyid` is not the key of the session the bearer token belongs to.
         case keyMismatch
         /// `created` is more than the window before the server's time.
@@ -30,23 +34,30 @@ public struct SignatureRejection: Error, Sendable, CustomStringConvertible {
         case badSignature
         /// The nonce was already seen for this key within the window.
         case replayedNonce
-        /// The nonce cache was full and this request is older than an evicted entry, so a
-        /// replay could no longer be told apart; the client signs again with a fresh time.
+        /// The nonce store refused the nonce: this key's own quota is full and the request is
+        /// not newer than what the store keeps for the key, so a replay could no longer be
+        /// told apart. The client signs again with the current time.
         case nonceCacheOverflow
+        /// The nonce store failed (database unreachable): nothing was decided; 503.
+        case storeUnavailable
     }
 
     /// The reason.
     public var reason: Reason
     /// The `keyid` the request named, when it could be read (not secret).
     public var keyID: String?
+    /// The nonce store's error for ``Reason/storeUnavailable``.
+    public var cause: (any Error & Sendable)?
 
     /// Creates a rejection.
-    public init(reason: Reason, keyID: String? = nil) {
+    public init(reason: Reason, keyID: String? = nil, cause: (any Error & Sendable)? = nil) {
         self.reason = reason
         self.keyID = keyID
+        self.cause = cause
     }
 
-    /// The RFC 9457 document to send with status 401.
+    /// The RFC 9457 document to answer with: 401 (`signature-outside-window` for a time the
+    /// client can correct, `invalid-signature` otherwise), or 503 `unavailable`.
     public var problem: ProblemDetails {
         switch reason {
         case .expired, .createdInFuture:
@@ -56,6 +67,15 @@ public struct SignatureRejection: Error, Sendable, CustomStringConvertible {
                 status: 401,
                 detail: "Correct the clock from this response's Date header and sign again."
             )
+        case .nonceCacheOverflow:
+            return ProblemDetails(
+                type: AuthProblemType.signatureOutsideWindow,
+                title: "Signature older than the replay window kept for this key",
+                status: 401,
+                detail: "Sign again with the current time."
+            )
+        case .storeUnavailable:
+            return TokenRejection.unavailableProblem
         default:
             return ProblemDetails(
                 type: AuthProblemType.invalidSignature,
@@ -82,66 +102,149 @@ public struct VerifiedSignature: Sendable, Equatable {
     public var nonce: String
 }
 
+/// The header values of a request that take part in its signature.
+///
+/// Build it from the server's request headers with ``init(_:)`` (it asks for each name in
+/// ``names``), so headers added to the signature later need no change at the call site.
+public struct SignedRequestHeaders: Sendable, Equatable {
+    /// `Signature-Input`.
+    public var signatureInput: String?
+    /// `Signature`.
+    public var signature: String?
+    /// `Content-Digest`.
+    public var contentDigest: String?
+    /// `Content-Type`.
+    public var contentType: String?
+    /// `Idempotency-Key`.
+    public var idempotencyKey: String?
+    /// `If-Match`.
+    public var ifMatch: String?
+
+    /// The values a signature must cover when present.
+    public var covered: CoveredHeaders {
+        CoveredHeaders(contentType: contentType, idempotencyKey: idempotencyKey, ifMatch: ifMatch)
+    }
+
+    /// The lower-case header names ``init(_:)`` asks for.
+    public static let names = [
+        "signature-input", "signature", "content-digest", "content-type", "idempotency-key",
+        "if-match",
+    ]
+
+    /// Creates the values one by one (`nil` = header absent).
+    public init(
+        signatureInput: String? = nil,
+        signature: String? = nil,
+        contentDigest: String? = nil,
+        contentType: String? = nil,
+        idempotencyKey: String? = nil,
+        ifMatch: String? = nil
+    ) {
+        self.signatureInput = signatureInput
+        self.signature = signature
+        self.contentDigest = contentDigest
+        self.contentType = contentType
+        self.idempotencyKey = idempotencyKey
+        self.ifMatch = ifMatch
+    }
+
+    /// The three values a ``RequestSigner`` produced, and the covered headers the request
+    /// carries (tests, tools).
+    public init(_ signed: SignatureHeaders, covering covered: CoveredHeaders = .none) {
+        self.init(
+            signatureInput: signed.signatureInput,
+            signature: signed.signature,
+            contentDigest: signed.contentDigest,
+            contentType: covered.contentType,
+            idempotencyKey: covered.idempotencyKey,
+            ifMatch: covered.ifMatch
+        )
+    }
+
+    /// Reads the values through `lookup`, called with each lower-case name of ``names``; it
+    /// returns the header's value (several fields of one name joined with `", "`) or `nil`.
+    public init(_ lookup: (String) -> String?) {
+        self.init(
+            signatureInput: lookup("signature-input"),
+            signature: lookup("signature"),
+            contentDigest: lookup("content-digest"),
+            contentType: lookup("content-type"),
+            idempotencyKey: lookup("idempotency-key"),
+            ifMatch: lookup("if-match")
+        )
+    }
+}
+
 /// Checks RFC 9421-style HMAC signatures made by ``RequestSigner`` (server side).
 ///
-/// Checks, in order: the `sig1` member is present and parses; `alg="hmac-sha256"`; the
-/// covered components are exactly `"@method" "@target-uri" "content-digest"`; `keyid` is the
-/// session's key; `created` is within ±`window` of the server's time (clients sign with the
-/// skew they learned from `Date`); `Content-Digest` matches the body; the HMAC matches
-/// (constant-time); and only then the nonce is recorded, so a replay is refused and junk
-/// cannot fill the cache. The cache is bounded: when it is full the oldest entry is evicted
-/// and every request signed at or before its time is refused from then on
-/// (``SignatureRejection/Reason/nonceCacheOverflow``), so no replay ever slips through.
+/// Checks, in order, without touching the store: the `sig1` member is present and parses;
+/// `alg="hmac-sha256"`; the covered components are `"@method" "@target-uri"
+/// "content-digest"` followed by exactly those of `"content-type" "idempotency-key"
+/// "if-match"` the request carries; `keyid` is the session's key; `created` is at most ``window`` seconds
+/// before the server's time and at most ``futureWindow`` seconds after it (clients sign with
+/// the skew they learned from `Date`); `Content-Digest` matches the body; the HMAC matches
+/// (constant-time, swift-crypto). Only a request that passed all of that reaches the
+/// ``NonceStore``, so junk cannot fill it: a nonce already recorded for the key is a replay,
+/// and a nonce the store refuses because of that key's own quota is refused
+/// (``SignatureRejection/Reason/nonceCacheOverflow``) — never because of another key.
 public final class SignatureVerifier: Sendable {
-    /// Accepted distance between `created` and the server's time, in seconds.
+    /// How far `created` may lie before the server's time, in seconds.
     public let window: Int64
-    /// Maximum number of remembered nonces.
-    public let nonceCapacity: Int
+    /// How far `created` may lie after the server's time, in seconds (at most 30).
+    public let futureWindow: Int64
+    /// Where accepted nonces are remembered.
+    public let store: any NonceStore
     private let logger: Logger
-    private let nonces: Mutex<NonceCache>
 
     /// Creates a verifier.
     /// - Parameters:
-    ///   - window: seconds either side of the server time (default 300).
-    ///   - nonceCapacity: nonces remembered at most (default 200,000; ~30 MB at most).
+    ///   - window: seconds a signature stays valid after its `created` time (default 300).
+    ///   - futureWindow: seconds `created` may be ahead of the server's time (default 30;
+    ///     larger values are capped at 30: the replay window must not stretch into the future).
+    ///   - store: the replay window (default: a new ``InMemoryNonceStore``).
     ///   - logger: where rejections are logged (`notice`, with reason and key id only).
-    public init(window: Int64 = 300, nonceCapacity: Int = 200_000, logger: Logger) {
-        self.window = window
-        self.nonceCapacity = max(1, nonceCapacity)
+    public init(
+        window: Int64 = 300,
+        futureWindow: Int64 = 30,
+        store: any NonceStore = InMemoryNonceStore(),
+        logger: Logger
+    ) {
+        self.window = max(1, window)
+        self.futureWindow = min(max(0, futureWindow), 30)
+        self.store = store
         self.logger = logger
-        self.nonces = Mutex(NonceCache())
     }
 
     /// Verifies one request.
     /// - Parameters:
     ///   - method: the request method as received.
-    ///   - targetURI: the full URI the client addressed (`http://host:port/path?query`),
+    ///   - targetURI: the full URI the client addressed (`https://host:port/path?query`),
     ///     rebuilt from the server's public base URL and the request's path and query.
-    ///   - signatureInput, signature, contentDigest: the header values (nil when absent).
+    ///   - headers: the request's signature-related header values.
     ///   - body: the body bytes as received.
     ///   - key: the signing key of the session the bearer token authenticated.
     ///   - now: the server's time.
+    /// - Throws: ``SignatureRejection``; answer its ``SignatureRejection/problem``.
     public func verify(
         method: String,
         targetURI: String,
-        signatureInput: String?,
-        signature: String?,
-        contentDigest: String?,
-        body: some ContiguousBytes,
+        headers: SignedRequestHeaders,
+        body: some ContiguousBytes & Sendable,
         key: SigningKey,
         now: Date = Date()
-    ) throws(SignatureRejection) -> VerifiedSignature {
+    ) async throws(SignatureRejection) -> VerifiedSignature {
+        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
         do {
-            return try check(
+            let verified = try check(
                 method: method,
                 targetURI: targetURI,
-                signatureInput: signatureInput,
-                signature: signature,
-                contentDigest: contentDigest,
+                headers: headers,
                 body: body,
                 key: key,
-                now: Int64(now.timeIntervalSince1970.rounded(.down))
+                now: seconds
             )
+            try await remember(verified, now: seconds)
+            return verified
         } catch {
             logger.notice(
                 "request signature rejected",
@@ -154,48 +257,74 @@ public final class SignatureVerifier: Sendable {
         }
     }
 
-    private func check(
+    /// Records the nonce of a signature that passed every other check.
+    private func remember(_ verified: VerifiedSignature, now: Int64)
+        async throws(SignatureRejection)
+    {
+        let outcome: NonceOutcome
+        do {
+            outcome = try await store.record(
+                keyID: verified.keyID,
+                nonce: verified.nonce,
+                created: verified.created,
+                expiresAt: verified.created + window,
+                now: now
+            )
+        } catch {
+            logger.error("nonce store failed", metadata: ["error": "\(type(of: error))"])
+            throw SignatureRejection(reason: .storeUnavailable, keyID: verified.keyID, cause: error)
+        }
+        switch outcome {
+        case .recorded: return
+        case .replay: throw SignatureRejection(reason: .replayedNonce, keyID: verified.keyID)
+        case .refused: throw SignatureRejection(reason: .nonceCacheOverflow, keyID: verified.keyID)
+        }
+    }
+
+    /// Every check but the nonce store's (synchronous, no I/O).
+    func check(
         method: String,
         targetURI: String,
-        signatureInput: String?,
-        signature: String?,
-        contentDigest: String?,
+        headers: SignedRequestHeaders,
         body: some ContiguousBytes,
         key: SigningKey,
         now: Int64
     ) throws(SignatureRejection) -> VerifiedSignature {
-        guard let inputHeader = signatureInput, let signatureHeader = signature,
-            let params = Self.member("sig1", in: inputHeader),
-            let sigValue = Self.member("sig1", in: signatureHeader)
+        guard let inputHeader = headers.signatureInput, let signatureHeader = headers.signature
         else { throw SignatureRejection(reason: .missingSignature) }
-        guard let parsed = ParsedParams(params) else {
-            throw SignatureRejection(reason: .malformedSignature)
-        }
-        let keyID = parsed.keyID
+        guard let parsed = StructuredFieldReader.signatureParams("sig1", in: inputHeader),
+            let created = parsed.created, let keyID = parsed.keyID, !keyID.isEmpty,
+            let nonce = parsed.nonce, !nonce.isEmpty, nonce.utf8.count <= 128
+        else { throw SignatureRejection(reason: .malformedSignature) }
         guard parsed.alg == "hmac-sha256" else {
             throw SignatureRejection(reason: .unsupportedAlgorithm, keyID: keyID)
         }
-        guard parsed.components == Self.expectedComponents else {
-            throw SignatureRejection(reason: .wrongComponents, keyID: keyID)
-        }
+        let covered = headers.covered
+        try Self.checkComponents(parsed.components, covered: covered, keyID: keyID)
         guard keyID == key.id else { throw SignatureRejection(reason: .keyMismatch, keyID: keyID) }
-        if parsed.created < now - window {
+        if created < now - window {
             throw SignatureRejection(reason: .expired, keyID: keyID)
         }
-        if parsed.created > now + window {
+        if created > now + futureWindow {
             throw SignatureRejection(reason: .createdInFuture, keyID: keyID)
         }
 
-        guard let digestHeader = contentDigest, let sentDigest = Self.sha256Member(of: digestHeader)
+        guard let digestHeader = headers.contentDigest,
+            let sentDigest = StructuredFieldReader.byteSequence("sha-256", in: digestHeader)
         else {
             throw SignatureRejection(reason: .missingDigest, keyID: keyID)
         }
         let actualDigest = RequestSigner.contentDigest(of: body)
-        guard "sha-256=" + sentDigest == actualDigest else {
+        // "sha-256=:" + base64 + ":"
+        guard actualDigest.utf8.count == sentDigest.utf8.count + 10,
+            actualDigest.utf8.dropFirst(9).prefix(sentDigest.utf8.count).elementsEqual(
+                sentDigest.utf8
+            )
+        else {
             throw SignatureRejection(reason: .digestMismatch, keyID: keyID)
         }
-        guard sigValue.count >= 2, sigValue.first == ":", sigValue.last == ":",
-            let provided = Base64.decode(sigValue.dropFirst().dropLast())
+        guard let encoded = StructuredFieldReader.byteSequence("sig1", in: signatureHeader),
+            let provided = Base64.decode(encoded)
         else { throw SignatureRejection(reason: .malformedSignature, keyID: keyID) }
 
         var base = OutputBuffer(capacity: 200 + targetURI.utf8.count)
@@ -203,198 +332,60 @@ public final class SignatureVerifier: Sendable {
             method: method,
             targetURI: targetURI,
             contentDigest: actualDigest,
+            covered: covered,
             into: &base
         )
         base.append("\"@signature-params\": ")
-        base.append(String(params))
+        base.append(parsed.text)
         let expected = base.bytes.withUnsafeBytes { RequestSigner(key: key).mac($0) }
-        let matches = expected.withUnsafeBytes { Self.constantTimeEqual($0, provided) }
-        guard matches else { throw SignatureRejection(reason: .badSignature, keyID: keyID) }
-
-        let floor = window
-        let outcome = nonces.withLock { cache in
-            cache.insert(
-                key: keyID + "\u{0}" + parsed.nonce,
-                created: parsed.created,
-                now: now,
-                window: floor,
-                capacity: nonceCapacity
-            )
+        // swift-crypto's comparison of a MAC with bytes is constant-time (CRYPTO_memcmp).
+        guard expected == provided else {
+            throw SignatureRejection(reason: .badSignature, keyID: keyID)
         }
-        switch outcome {
-        case .inserted: break
-        case .replay: throw SignatureRejection(reason: .replayedNonce, keyID: keyID)
-        case .belowFloor: throw SignatureRejection(reason: .nonceCacheOverflow, keyID: keyID)
-        }
-        return VerifiedSignature(keyID: keyID, created: parsed.created, nonce: parsed.nonce)
+        return VerifiedSignature(keyID: keyID, created: created, nonce: nonce)
     }
 
-    /// Nonces currently remembered (for monitoring).
-    public var rememberedNonceCount: Int { nonces.withLock { $0.entries.count } }
+    static let requiredComponents = ["@method", "@target-uri", "content-digest"]
 
-    static let expectedComponents = ["@method", "@target-uri", "content-digest"]
-
-    /// Compares two byte strings in time that depends only on their lengths.
-    static func constantTimeEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: [UInt8]) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        var difference: UInt8 = 0
-        for index in 0..<rhs.count { difference |= lhs[index] ^ rhs[index] }
-        return difference == 0
-    }
-
-    /// The value of dictionary member `label` in a structured-field dictionary header
-    /// (`sig1=…, sig2=…`); members are split at top-level commas. Works on UTF-8 bytes:
-    /// every delimiter is ASCII, so the byte indices are valid string indices.
-    static func member(_ label: String, in header: String) -> Substring? {
-        let utf8 = header.utf8
-        var depth = 0
-        var inString = false
-        var start = utf8.startIndex
-        var index = utf8.startIndex
-        while index < utf8.endIndex {
-            let byte = utf8[index]
-            if inString {
-                if byte == UInt8(ascii: "\\") {
-                    index = utf8.index(after: index)
-                    if index == utf8.endIndex { break }
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-            } else if byte == UInt8(ascii: "\"") {
-                inString = true
-            } else if byte == UInt8(ascii: "(") {
-                depth += 1
-            } else if byte == UInt8(ascii: ")") {
-                depth -= 1
-            } else if byte == UInt8(ascii: ","), depth == 0 {
-                if let value = memberValue(label, header, start, index) { return value }
-                start = utf8.index(after: index)
-            }
-            index = utf8.index(after: index)
-        }
-        return memberValue(label, header, start, utf8.endIndex)
-    }
-
-    private static func memberValue(
-        _ label: String,
-        _ header: String,
-        _ from: String.Index,
-        _ to: String.Index
-    ) -> Substring? {
-        let utf8 = header.utf8
-        var index = from
-        while index < to, utf8[index] == UInt8(ascii: " ") { index = utf8.index(after: index) }
-        for byte in label.utf8 {
-            guard index < to, utf8[index] == byte else { return nil }
-            index = utf8.index(after: index)
-        }
-        guard index < to, utf8[index] == UInt8(ascii: "=") else { return nil }
-        var end = to
-        while end > index, utf8[utf8.index(before: end)] == UInt8(ascii: " ") {
-            end = utf8.index(before: end)
-        }
-        return header[utf8.index(after: index)..<end]
-    }
-
-    /// The `:base64:` part of the `sha-256` member of a `Content-Digest` header.
-    static func sha256Member(of header: String) -> Substring? {
-        guard let value = member("sha-256", in: header), value.utf8.count > 2,
-            value.utf8.first == UInt8(ascii: ":"), value.utf8.last == UInt8(ascii: ":")
-        else { return nil }
-        return value
-    }
-}
-
-/// The parameters of a `sig1` inner list, parsed from its UTF-8 bytes.
-struct ParsedParams {
-    var components: [String] = []
-    var created: Int64 = 0
-    var keyID = ""
-    var nonce = ""
-    var alg = ""
-
-    init?(_ text: Substring) {
-        let bytes = Array(text.utf8)
-        guard bytes.first == UInt8(ascii: "("),
-            let close = bytes.firstIndex(of: UInt8(ascii: ")"))
-        else { return nil }
-        for item in bytes[1..<close].split(separator: UInt8(ascii: " ")) {
-            guard item.count >= 2, item.first == UInt8(ascii: "\""), item.last == UInt8(ascii: "\"")
-            else { return nil }
-            components.append(String(decoding: item.dropFirst().dropLast(), as: UTF8.self))
-        }
-        var sawCreated = false
-        let rest = bytes[(close + 1)...]
-        for param in rest.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: true) {
-            guard let equals = param.firstIndex(of: UInt8(ascii: "=")) else { return nil }
-            let name = param[param.startIndex..<equals]
-            let value = param[(equals + 1)...]
-            func string() -> String? {
-                guard value.count >= 2, value.first == UInt8(ascii: "\""),
-                    value.last == UInt8(ascii: "\"")
-                else { return nil }
-                let inner = value.dropFirst().dropLast()
-                guard !inner.contains(UInt8(ascii: "\"")), !inner.contains(UInt8(ascii: "\\"))
-                else { return nil }
-                return String(decoding: inner, as: UTF8.self)
-            }
-            switch String(decoding: name, as: UTF8.self) {
-            case "created":
-                guard let number = Int64(String(decoding: value, as: UTF8.self)) else { return nil }
-                created = number
-                sawCreated = true
-            case "keyid":
-                guard let parsed = string() else { return nil }
-                keyID = parsed
-            case "nonce":
-                guard let parsed = string() else { return nil }
-                nonce = parsed
-            case "alg":
-                guard let parsed = string() else { return nil }
-                alg = parsed
-            default: continue  // other parameters are covered by the signature anyway
-            }
-        }
-        guard sawCreated, !keyID.isEmpty, !nonce.isEmpty, nonce.utf8.count <= 128 else {
-            return nil
-        }
-    }
-}
-
-/// Bounded replay cache: insertion-ordered entries that expire after the window.
-struct NonceCache {
-    enum Outcome { case inserted, replay, belowFloor }
-
-    var entries: [String: Int64] = [:]
-    var order: [(key: String, created: Int64)] = []
-    var head = 0
-    /// Requests signed at or before this time are refused (an entry for that time was evicted early).
-    var floor = Int64.min
-
-    mutating func insert(key: String, created: Int64, now: Int64, window: Int64, capacity: Int)
-        -> Outcome
+    /// The component list must be the three required ones, then exactly the covered headers
+    /// the request carries, in ``CoveredHeaders/names`` order.
+    static func checkComponents(_ components: [String], covered: CoveredHeaders, keyID: String)
+        throws(SignatureRejection)
     {
-        // Drop entries that can no longer pass the time check anyway.
-        while head < order.count, order[head].created < now - window {
-            if entries[order[head].key] == order[head].created { entries[order[head].key] = nil }
-            head += 1
+        guard components.count >= 3, components.count <= 6,
+            components[0] == requiredComponents[0], components[1] == requiredComponents[1],
+            components[2] == requiredComponents[2]
+        else { throw SignatureRejection(reason: .wrongComponents, keyID: keyID) }
+        // The optional ones: known names, in order, each once.
+        var listed: [Bool] = [false, false, false]
+        var previous = -1
+        for name in components[3...] {
+            guard let index = CoveredHeaders.names.firstIndex(of: name), index > previous else {
+                throw SignatureRejection(reason: .wrongComponents, keyID: keyID)
+            }
+            listed[index] = true
+            previous = index
         }
-        if head > 1024, head * 2 > order.count {
-            order.removeFirst(head)
-            head = 0
-        }
-        if created <= floor { return .belowFloor }
-        if entries[key] != nil { return .replay }
-        while entries.count >= capacity, head < order.count {
-            let evicted = order[head]
-            head += 1
-            if entries.removeValue(forKey: evicted.key) != nil {
-                floor = max(floor, evicted.created)
+        for index in CoveredHeaders.names.indices {
+            switch (listed[index], covered[index] != nil) {
+            case (true, false): throw SignatureRejection(reason: .wrongComponents, keyID: keyID)
+            case (false, true): throw SignatureRejection(reason: .uncoveredHeader, keyID: keyID)
+            default: continue
             }
         }
-        if created <= floor { return .belowFloor }
-        entries[key] = created
-        order.append((key, created))
-        return .inserted
+    }
+
+    /// Parses the `sig1` members of `Signature-Input` and `Signature` the way ``verify`` does
+    /// (for the benchmark that compares this parser with swift-http-structured-headers).
+    @_spi(Benchmarks)
+    public static func parseSignatureMembers(signatureInput: String, signature: String) -> (
+        components: [String], created: Int64, keyID: String, nonce: String, signature: [UInt8]
+    )? {
+        guard let parsed = StructuredFieldReader.signatureParams("sig1", in: signatureInput),
+            let created = parsed.created, let keyID = parsed.keyID, let nonce = parsed.nonce,
+            let encoded = StructuredFieldReader.byteSequence("sig1", in: signature),
+            let bytes = Base64.decode(encoded)
+        else { return nil }
+        return (parsed.components, created, keyID, nonce, bytes)
     }
 }

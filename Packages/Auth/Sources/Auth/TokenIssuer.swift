@@ -126,19 +126,47 @@ public struct AuthSession: Sendable {
     public var accessTokenExpiresAt: Date
 }
 
-/// Why a bearer or refresh token was refused.
+/// Why a bearer or refresh token was refused, or could not be checked.
 public struct TokenRejection: Error, Sendable, CustomStringConvertible {
     /// The internal reason.
-    public enum Reason: String, Sendable { case missing, malformed, unknown, expired, revoked }
+    public enum Reason: String, Sendable, Equatable {
+        /// No `Authorization` header.
+        case missing
+        /// The header is not `Bearer <token>`, or the token is of the wrong kind.
+        case malformed
+        /// No such token (never issued, revoked with its session, or purged).
+        case unknown
+        /// The token's lifetime has passed.
+        case expired
+        /// The token's session was revoked.
+        case revoked
+        /// A refresh token that was already exchanged came back after the rotation grace:
+        /// someone holds a copy, so the whole session was revoked (RFC 9700 §4.14.2).
+        case reused
+        /// The session store failed (database unreachable): nothing was decided. The server
+        /// answers 503 and the client retries; it must never end the session.
+        case unavailable
+    }
+
     /// The reason.
     public var reason: Reason
+    /// The store's error for ``Reason/unavailable`` (never carries a token).
+    public var cause: (any Error & Sendable)?
 
     /// Creates a rejection.
-    public init(reason: Reason) { self.reason = reason }
+    public init(reason: Reason, cause: (any Error & Sendable)? = nil) {
+        self.reason = reason
+        self.cause = cause
+    }
 
-    /// The 401 problem document for a refused access token.
+    /// Whether the failure is temporary (the store failed), not a verdict on the token.
+    public var isTransient: Bool { reason == .unavailable }
+
+    /// The problem document for a refused access token: 401 `invalid-token` (refresh and
+    /// retry), or 503 `unavailable` when the store failed.
     public var problem: ProblemDetails {
-        ProblemDetails(
+        if reason == .unavailable { return Self.unavailableProblem }
+        return ProblemDetails(
             type: AuthProblemType.invalidToken,
             title: "Invalid access token",
             status: 401,
@@ -146,159 +174,265 @@ public struct TokenRejection: Error, Sendable, CustomStringConvertible {
         )
     }
 
+    /// The token endpoint's answer to a refused refresh token: 400 `invalid-grant` (the
+    /// client must sign in again), or 503 `unavailable` when the store failed (the client
+    /// retries and keeps its session).
+    public var grantProblem: ProblemDetails {
+        if reason == .unavailable { return Self.unavailableProblem }
+        return ProblemDetails(
+            type: AuthProblemType.invalidGrant,
+            title: "Refresh token refused",
+            status: 400,
+            detail: "The refresh token is unknown, expired, reused or revoked; sign in again."
+        )
+    }
+
+    static let unavailableProblem = ProblemDetails(
+        type: AuthProblemType.unavailable,
+        title: "Sessions temporarily unavailable",
+        status: 503,
+        detail: "The session store did not answer; retry later."
+    )
+
     /// A description without secrets.
-    public var description: String { "token rejected: \(reason.rawValue)" }
+    public var description: String {
+        "token rejected: \(reason.rawValue)" + (cause.map { " (\(type(of: $0)))" } ?? "")
+    }
 }
 
-/// Issues, checks, refreshes and revokes opaque tokens (server side, in memory).
+/// Issues, checks, refreshes and revokes opaque tokens (server side) over a ``SessionStore``.
 ///
-/// Tokens are 256 random bits; only their SHA-256 is kept, so a dump of the table reveals no
-/// usable token. Each sign-in opens a session with its own signing key; a refresh rotates the
-/// refresh token (the used one stops working) and issues a new access token for the same
-/// session and key; access tokens stay valid until they expire or the session is revoked.
+/// Tokens are 256 random bits; the store keeps only their SHA-256, so a dump of it reveals no
+/// usable token. Each sign-in opens a session with its own signing key. A refresh rotates the
+/// refresh token: the first exchange of a current token wins the store's compare-and-set
+/// (``SessionStore/markRotated(digest:at:)``) and gets a new pair for the same session and
+/// key. The same token presented again within ``rotationGrace`` of its rotation (the client
+/// lost the answer, or two of its processes raced) gets another new pair; presented after
+/// the grace, it is a stolen copy or a replay, and the whole session is revoked (RFC 9700
+/// §4.14.2) so neither the thief nor the first user can go on with it. Access tokens stay
+/// valid until they expire or their session is revoked.
+///
+/// Store failures become ``TokenRejection/Reason/unavailable`` (answer 503), never a refusal.
 public final class TokenIssuer: Sendable {
+    /// Where sessions and tokens live.
+    public let store: any SessionStore
     /// Lifetime of access tokens.
     public let accessTokenLifetime: TimeInterval
     /// Lifetime of refresh tokens.
     public let refreshTokenLifetime: TimeInterval
+    /// How long after its rotation a refresh token is still exchanged (for a lost answer).
+    public let rotationGrace: TimeInterval
+    /// Expired records are purged from the store after this many issued token pairs.
+    public let purgeInterval: Int
     private let logger: Logger
-    private let state = Mutex(State())
-
-    private struct Record { var sessionID: String; var expiresAt: Date; var isRefresh: Bool }
-    private struct Session { var subject: String; var key: SigningKey; var revoked = false }
-    private struct State {
-        var tokens: [String: Record] = [:]
-        var sessions: [String: Session] = [:]
-        var issuedSincePurge = 0
-    }
+    private let issuedSincePurge = Mutex(0)
 
     /// Creates an issuer.
+    /// - Parameters:
+    ///   - store: sessions and tokens (default: a new ``InMemorySessionStore``).
+    ///   - accessTokenLifetime: seconds (default 900).
+    ///   - refreshTokenLifetime: seconds (default 30 days).
+    ///   - rotationGrace: seconds a rotated refresh token is still accepted (default 30).
+    ///   - purgeInterval: issued pairs between two ``SessionStore/purge(expiredBefore:)``
+    ///     calls (default 1,024).
+    ///   - logger: session events at `info`, refusals at `notice`, reuse at `warning`; session
+    ///     ids and subjects only, never a token.
     public init(
+        store: any SessionStore = InMemorySessionStore(),
         accessTokenLifetime: TimeInterval = 900,
         refreshTokenLifetime: TimeInterval = 30 * 86_400,
+        rotationGrace: TimeInterval = 30,
+        purgeInterval: Int = 1_024,
         logger: Logger
     ) {
+        self.store = store
         self.accessTokenLifetime = accessTokenLifetime
         self.refreshTokenLifetime = refreshTokenLifetime
+        self.rotationGrace = max(0, rotationGrace)
+        self.purgeInterval = max(1, purgeInterval)
         self.logger = logger
     }
 
     /// Opens a session for a subject whose password was checked, and returns its tokens.
-    public func issue(subject: String, now: Date = Date()) -> TokenResponse {
+    /// - Throws: ``TokenRejection`` `unavailable` when the store fails.
+    public func issue(subject: String, now: Date = Date()) async throws(TokenRejection)
+        -> TokenResponse
+    {
         let sessionID = Self.randomToken(bytes: 9)
         let key = SigningKey.random(id: "sk-" + sessionID)
-        let response = state.withLock { state in
-            state.sessions[sessionID] = Session(subject: subject, key: key)
-            return makeTokens(sessionID: sessionID, key: key, now: now, state: &state)
-        }
+        let session = SessionRecord(
+            id: sessionID,
+            subject: subject,
+            signingKey: key,
+            createdAt: now
+        )
+        let (response, records) = makeTokens(sessionID: sessionID, key: key, now: now)
+        try await call { try await store.insert(session: session, tokens: records) }
         logger.info(
             "session opened",
             metadata: ["session": "\(sessionID)", "subject": "\(subject)"]
         )
+        await purgeIfDue(now: now)
         return response
     }
 
-    /// Exchanges a refresh token for new tokens of the same session.
-    public func refresh(refreshToken: String, now: Date = Date()) throws(TokenRejection)
+    /// Exchanges a refresh token for new tokens of the same session (see the type's
+    /// description for rotation, grace and reuse).
+    /// - Throws: ``TokenRejection``: `unknown`, `malformed` (an access token), `expired`,
+    ///   `revoked`, `reused` (the session is now revoked) → answer ``TokenRejection/grantProblem``
+    ///   (400 `invalid-grant`); `unavailable` → 503.
+    public func refresh(refreshToken: String, now: Date = Date()) async throws(TokenRejection)
+        -> TokenResponse
+    {
+        do {
+            return try await exchange(refreshToken, now: now)
+        } catch {
+            logger.notice(
+                "refresh token rejected",
+                metadata: ["reason": "\(error.reason.rawValue)"]
+            )
+            throw error
+        }
+    }
+
+    private func exchange(_ refreshToken: String, now: Date) async throws(TokenRejection)
         -> TokenResponse
     {
         let digest = Self.digest(refreshToken)
-        let result: Result<TokenResponse, TokenRejection> = state.withLock { state in
-            guard let record = state.tokens[digest], record.isRefresh else {
-                return .failure(TokenRejection(reason: .unknown))
-            }
-            guard let session = state.sessions[record.sessionID], !session.revoked else {
-                return .failure(TokenRejection(reason: .revoked))
-            }
-            guard record.expiresAt > now else { return .failure(TokenRejection(reason: .expired)) }
-            state.tokens[digest] = nil
-            return .success(
-                makeTokens(sessionID: record.sessionID, key: session.key, now: now, state: &state)
-            )
+        guard let record = try await call({ try await store.token(digest: digest) }) else {
+            throw TokenRejection(reason: .unknown)
         }
-        switch result {
-        case .success(let tokens): return tokens
-        case .failure(let rejection):
+        guard record.kind == .refresh else { throw TokenRejection(reason: .malformed) }
+        guard record.expiresAt > now else { throw TokenRejection(reason: .expired) }
+        guard let session = try await call({ try await store.session(id: record.sessionID) }),
+            session.revokedAt == nil
+        else { throw TokenRejection(reason: .revoked) }
+        let rotatedAt = try await call { try await store.markRotated(digest: digest, at: now) }
+        let sinceRotation = now.timeIntervalSince(rotatedAt)
+        if sinceRotation > rotationGrace {
+            try await call { try await store.revoke(sessionID: session.id, at: now) }
+            logger.warning(
+                "rotated refresh token reused after the grace period: session revoked",
+                metadata: [
+                    "session": "\(session.id)", "subject": "\(session.subject)",
+                    "secondsSinceRotation": "\(Int(sinceRotation))",
+                ]
+            )
+            throw TokenRejection(reason: .reused)
+        }
+        if sinceRotation > 0 {
             logger.notice(
-                "refresh token rejected",
-                metadata: ["reason": "\(rejection.reason.rawValue)"]
+                "rotated refresh token presented again within the grace period: new pair issued",
+                metadata: ["session": "\(session.id)"]
             )
-            throw rejection
         }
+        let (response, records) = makeTokens(
+            sessionID: session.id,
+            key: session.signingKey,
+            now: now
+        )
+        try await call { try await store.insert(tokens: records) }
+        await purgeIfDue(now: now)
+        return response
     }
 
     /// Checks an `Authorization` header value (`Bearer <token>`).
-    public func authenticate(authorization: String?, now: Date = Date()) throws(TokenRejection)
-        -> AuthSession
+    public func authenticate(authorization: String?, now: Date = Date())
+        async throws(TokenRejection) -> AuthSession
     {
         guard let authorization else { throw TokenRejection(reason: .missing) }
-        guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+        guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
             throw TokenRejection(reason: .malformed)
         }
-        return try authenticate(accessToken: String(authorization.dropFirst(7)), now: now)
+        return try await authenticate(accessToken: String(authorization.dropFirst(7)), now: now)
     }
 
     /// Checks an access token.
-    public func authenticate(accessToken: String, now: Date = Date()) throws(TokenRejection)
+    /// - Throws: ``TokenRejection`` → answer its ``TokenRejection/problem`` (401, or 503).
+    public func authenticate(accessToken: String, now: Date = Date()) async throws(TokenRejection)
         -> AuthSession
     {
         let digest = Self.digest(accessToken)
-        let result: Result<AuthSession, TokenRejection> = state.withLock { state in
-            guard let record = state.tokens[digest], !record.isRefresh else {
-                return .failure(TokenRejection(reason: .unknown))
-            }
-            guard let session = state.sessions[record.sessionID], !session.revoked else {
-                return .failure(TokenRejection(reason: .revoked))
-            }
-            guard record.expiresAt > now else { return .failure(TokenRejection(reason: .expired)) }
-            return .success(
-                AuthSession(
-                    id: record.sessionID,
-                    subject: session.subject,
-                    signingKey: session.key,
-                    accessTokenExpiresAt: record.expiresAt
-                )
-            )
+        guard let record = try await call({ try await store.token(digest: digest) }) else {
+            throw TokenRejection(reason: .unknown)
         }
-        return try result.get()
+        guard record.kind == .access else { throw TokenRejection(reason: .malformed) }
+        guard record.expiresAt > now else { throw TokenRejection(reason: .expired) }
+        guard let session = try await call({ try await store.session(id: record.sessionID) }),
+            session.revokedAt == nil
+        else { throw TokenRejection(reason: .revoked) }
+        return AuthSession(
+            id: session.id,
+            subject: session.subject,
+            signingKey: session.signingKey,
+            accessTokenExpiresAt: record.expiresAt
+        )
     }
 
     /// Revokes the whole session a token (access or refresh) belongs to. Unknown tokens are
-    /// ignored (RFC 7009). Returns whether a session was revoked.
+    /// ignored (RFC 7009). Returns whether a session was found.
+    /// - Throws: ``TokenRejection`` `unavailable` when the store fails.
     @discardableResult
-    public func revoke(token: String) -> Bool {
+    public func revoke(token: String, now: Date = Date()) async throws(TokenRejection) -> Bool {
         let digest = Self.digest(token)
-        let sessionID: String? = state.withLock { state in
-            guard let record = state.tokens[digest] else { return nil }
-            state.sessions[record.sessionID]?.revoked = true
-            state.tokens = state.tokens.filter { $0.value.sessionID != record.sessionID }
-            return record.sessionID
+        guard let record = try await call({ try await store.token(digest: digest) }) else {
+            return false
         }
-        if let sessionID { logger.info("session revoked", metadata: ["session": "\(sessionID)"]) }
-        return sessionID != nil
+        try await call { try await store.revoke(sessionID: record.sessionID, at: now) }
+        logger.info("session revoked", metadata: ["session": "\(record.sessionID)"])
+        return true
     }
 
-    private func makeTokens(sessionID: String, key: SigningKey, now: Date, state: inout State)
-        -> TokenResponse
-    {
+    /// Deletes expired tokens and dead sessions from the store now.
+    public func purge(now: Date = Date()) async throws(TokenRejection) {
+        try await call { try await store.purge(expiredBefore: now) }
+    }
+
+    private func purgeIfDue(now: Date) async {
+        let due = issuedSincePurge.withLock { count in
+            count += 1
+            guard count >= purgeInterval else { return false }
+            count = 0
+            return true
+        }
+        guard due else { return }
+        do {
+            try await store.purge(expiredBefore: now)
+        } catch {
+            logger.notice("session store purge failed", metadata: ["error": "\(type(of: error))"])
+        }
+    }
+
+    /// Runs a store operation; its failure becomes `unavailable`.
+    private func call<T>(_ operation: () async throws -> T) async throws(TokenRejection) -> T {
+        do {
+            return try await operation()
+        } catch {
+            logger.error("session store failed", metadata: ["error": "\(type(of: error))"])
+            throw TokenRejection(reason: .unavailable, cause: error)
+        }
+    }
+
+    private func makeTokens(sessionID: String, key: SigningKey, now: Date) -> (
+        TokenResponse, [TokenRecord]
+    ) {
         let access = Self.randomToken(bytes: 32)
         let refresh = Self.randomToken(bytes: 32)
-        state.tokens[Self.digest(access)] = Record(
-            sessionID: sessionID,
-            expiresAt: now + accessTokenLifetime,
-            isRefresh: false
-        )
-        state.tokens[Self.digest(refresh)] = Record(
-            sessionID: sessionID,
-            expiresAt: now + refreshTokenLifetime,
-            isRefresh: true
-        )
-        state.issuedSincePurge += 1
-        if state.issuedSincePurge >= 1024 {
-            state.issuedSincePurge = 0
-            state.tokens = state.tokens.filter { $0.value.expiresAt > now }
-        }
-        return TokenResponse(
+        let records = [
+            TokenRecord(
+                digest: Self.digest(access),
+                sessionID: sessionID,
+                kind: .access,
+                expiresAt: now + accessTokenLifetime
+            ),
+            TokenRecord(
+                digest: Self.digest(refresh),
+                sessionID: sessionID,
+                kind: .refresh,
+                expiresAt: now + refreshTokenLifetime
+            ),
+        ]
+        let response = TokenResponse(
             accessToken: access,
             refreshToken: refresh,
             expiresIn: Int(accessTokenLifetime),
@@ -306,6 +440,7 @@ public final class TokenIssuer: Sendable {
             signingKeyID: key.id,
             signingKey: key.secretBase64
         )
+        return (response, records)
     }
 
     static func randomToken(bytes count: Int) -> String {
@@ -316,7 +451,8 @@ public final class TokenIssuer: Sendable {
         return text
     }
 
-    static func digest(_ token: String) -> String {
+    /// The store's key for a token: base64 of its SHA-256.
+    public static func digest(_ token: String) -> String {
         SHA256.hash(data: Array(token.utf8)).withUnsafeBytes { Base64.encode($0) }
     }
 }

@@ -11,6 +11,31 @@ import Testing
 
 private let quietLogger = Logger(label: "quiet", factory: { _ in SwiftLogNoOpLogHandler() })
 
+/// Verifies signed headers at `now`: `nil` when accepted, else the rejection's reason.
+func outcome(
+    _ verifier: SignatureVerifier,
+    _ headers: SignatureHeaders,
+    method: String = "GET",
+    uri: String,
+    body: [UInt8] = [],
+    key: SigningKey,
+    now: Int64
+) async -> SignatureRejection.Reason? {
+    do {
+        _ = try await verifier.verify(
+            method: method,
+            targetURI: uri,
+            headers: SignedRequestHeaders(headers),
+            body: body,
+            key: key,
+            now: Date(timeIntervalSince1970: TimeInterval(now))
+        )
+        return nil
+    } catch {
+        return error.reason
+    }
+}
+
 @Suite("Request signing and verification")
 struct SigningTests {
     let key = try! SigningKey(id: "sk-test", secret: [UInt8](repeating: 1, count: 32))
@@ -55,7 +80,7 @@ struct SigningTests {
     }
 
     @Test("any change to a signed request is refused with its reason", arguments: Change.allCases)
-    func changes(_ change: Change) throws {
+    func changes(_ change: Change) async throws {
         let verifier = SignatureVerifier(logger: quietLogger)
         let signer = RequestSigner(key: key)
         let now: Int64 = 1_700_000_000
@@ -98,30 +123,23 @@ struct SigningTests {
                 with: "created=\(now - 1)"
             ); expected = .badSignature
         }
-        let result = Result { () throws(SignatureRejection) in
-            try verifier.verify(
-                method: method,
-                targetURI: target,
-                signatureInput: headers.signatureInput,
-                signature: headers.signature,
-                contentDigest: headers.contentDigest,
-                body: body,
-                key: key,
-                now: Date(timeIntervalSince1970: TimeInterval(now))
-            )
-        }
-        switch (result, expected) {
-        case (.success, nil): break
-        case (.failure(let rejection), let reason?): #expect(rejection.reason == reason)
-        default: Issue.record("unexpected outcome \(result) for \(change)")
-        }
+        let reason = await outcome(
+            verifier,
+            headers,
+            method: method,
+            uri: target,
+            body: body,
+            key: key,
+            now: now
+        )
+        #expect(reason == expected)
     }
 
     @Test(
-        "the time window is ±300 s around the server's time",
-        arguments: [(-300, true), (300, true), (-301, false), (301, false)]
+        "a signature is accepted from 300 s before to 30 s after the server's time",
+        arguments: [(-300, true), (30, true), (0, true), (-301, false), (31, false), (300, false)]
     )
-    func window(offset: Int64, accepted: Bool) {
+    func window(offset: Int64, accepted: Bool) async {
         let verifier = SignatureVerifier(logger: quietLogger)
         let now: Int64 = 1_700_000_000
         let headers = RequestSigner(key: key).sign(
@@ -130,52 +148,129 @@ struct SigningTests {
             body: [UInt8](),
             created: now + offset
         )
-        let ok =
-            (try? verifier.verify(
-                method: "GET",
-                targetURI: uri,
-                signatureInput: headers.signatureInput,
-                signature: headers.signature,
-                contentDigest: headers.contentDigest,
-                body: [UInt8](),
-                key: key,
-                now: Date(timeIntervalSince1970: TimeInterval(now))
-            )) != nil
-        #expect(ok == accepted)
+        let reason = await outcome(verifier, headers, uri: uri, key: key, now: now)
+        #expect((reason == nil) == accepted)
+        if !accepted { #expect(reason == (offset < 0 ? .expired : .createdInFuture)) }
     }
 
-    @Test("a full nonce cache evicts the oldest and still refuses every replay")
-    func boundedNonceCache() throws {
-        let verifier = SignatureVerifier(nonceCapacity: 3, logger: quietLogger)
-        let signer = RequestSigner(key: key)
-        let now = Date(timeIntervalSince1970: 1_700_000_000)
-        func check(_ h: SignatureHeaders) -> SignatureRejection.Reason? {
-            do {
-                _ = try verifier.verify(
-                    method: "GET",
-                    targetURI: uri,
-                    signatureInput: h.signatureInput,
-                    signature: h.signature,
-                    contentDigest: h.contentDigest,
-                    body: [UInt8](),
-                    key: key,
-                    now: now
-                )
-                return nil
-            } catch { return error.reason }
-        }
+    @Test("a future window over 30 s is capped at 30 s")
+    func futureWindowCap() {
+        #expect(SignatureVerifier(futureWindow: 300, logger: quietLogger).futureWindow == 30)
+        #expect(SignatureVerifier(futureWindow: 5, logger: quietLogger).futureWindow == 5)
+    }
+
+    @Test("a key over its nonce quota is cut off by its own oldest signature time; other keys pass")
+    func perKeyQuota() async throws {
+        let store = InMemoryNonceStore(perKeyQuota: 3)
+        let verifier = SignatureVerifier(store: store, logger: quietLogger)
+        let other = try SigningKey(id: "sk-other", secret: [UInt8](repeating: 2, count: 32))
+        let now: Int64 = 1_700_000_000
         let signed = (0..<5).map { i in
-            signer.sign(
+            RequestSigner(key: key).sign(
                 method: "GET",
                 targetURI: uri,
                 body: [UInt8](),
-                created: 1_700_000_000 - 10 + Int64(i)
+                created: now - 10 + Int64(i)
             )
         }
-        for headers in signed { #expect(check(headers) == nil) }
-        #expect(verifier.rememberedNonceCount == 3)
-        #expect(check(signed[0]) == .nonceCacheOverflow)  // evicted, but refused by the floor
-        #expect(check(signed[4]) == .replayedNonce)
+        for headers in signed {
+            #expect(await outcome(verifier, headers, uri: uri, key: key, now: now) == nil)
+        }
+        #expect(store.count == 3)
+        #expect(store.cutOff(keyID: key.id) == now - 9)
+        // Dropped early, but refused by the key's cut-off: no replay slips through.
+        #expect(
+            await outcome(verifier, signed[0], uri: uri, key: key, now: now) == .nonceCacheOverflow
+        )
+        #expect(
+            await outcome(verifier, signed[1], uri: uri, key: key, now: now) == .nonceCacheOverflow
+        )
+        #expect(await outcome(verifier, signed[4], uri: uri, key: key, now: now) == .replayedNonce)
+        // A fresh request of the same key signed before its cut-off is refused too ...
+        let old = RequestSigner(key: key).sign(
+            method: "GET",
+            targetURI: uri,
+            body: [UInt8](),
+            created: now - 100
+        )
+        #expect(await outcome(verifier, old, uri: uri, key: key, now: now) == .nonceCacheOverflow)
+        // ... but another key's requests, even older ones, are not affected.
+        let otherSigner = RequestSigner(key: other)
+        for offset in [-299, -100, 0] as [Int64] {  // within its own quota of 3
+            let headers = otherSigner.sign(
+                method: "GET",
+                targetURI: uri,
+                body: [UInt8](),
+                created: now + offset
+            )
+            #expect(await outcome(verifier, headers, uri: uri, key: other, now: now) == nil)
+        }
+        #expect(store.cutOff(keyID: other.id) == nil)
+        // A cut-off request is answered with "sign again" (signature-outside-window).
+        #expect(
+            SignatureRejection(reason: .nonceCacheOverflow).problem.type
+                == AuthProblemType.signatureOutsideWindow
+        )
+    }
+
+    @Test("expired nonces are dropped as time moves on, and idle keys are forgotten")
+    func nonceExpiry() async {
+        let store = InMemoryNonceStore()
+        let now: Int64 = 1_700_000_000
+        for i in 0..<10 {
+            let outcome = await
+                (try? store.record(
+                    keyID: "k\(i % 2)",
+                    nonce: "n\(i)",
+                    created: now,
+                    expiresAt: now + 300,
+                    now: now
+                ))
+            #expect(outcome == .recorded)
+        }
+        #expect(store.count == 10)
+        #expect(store.keyCount == 2)
+        // Still kept at its last valid second: a replay is refused.
+        #expect(
+            await
+                (try? store.record(
+                    keyID: "k0",
+                    nonce: "n0",
+                    created: now,
+                    expiresAt: now + 300,
+                    now: now + 300
+                )) == .replay
+        )
+        // The sweep runs once a minute of verifier time.
+        _ = try? await store.record(
+            keyID: "k2",
+            nonce: "x",
+            created: now + 361,
+            expiresAt: now + 661,
+            now: now + 361
+        )
+        #expect(store.count == 1)
+        #expect(store.keyCount == 1)
+    }
+
+    @Test("a failing nonce store is a 503, never an acceptance")
+    func failingNonceStore() async {
+        struct Down: NonceStore {
+            struct Failure: Error {}
+            func record(keyID: String, nonce: String, created: Int64, expiresAt: Int64, now: Int64)
+                async throws -> NonceOutcome
+            { throw Failure() }
+        }
+        let verifier = SignatureVerifier(store: Down(), logger: quietLogger)
+        let now: Int64 = 1_700_000_000
+        let headers = RequestSigner(key: key).sign(
+            method: "GET",
+            targetURI: uri,
+            body: [UInt8](),
+            created: now
+        )
+        #expect(await outcome(verifier, headers, uri: uri, key: key, now: now) == .storeUnavailable)
+        #expect(SignatureRejection(reason: .storeUnavailable).problem.status == 503)
     }
 
     @Test(
@@ -201,17 +296,17 @@ struct SigningTests {
 struct ServerPieceTests {
     @Test("passwords hash to a self-describing PBKDF2 string and verify")
     func passwords() throws {
-        let hasher = PasswordHasher(iterations: 2_000)
+        let hasher = PasswordHasher.insecureForTesting(iterations: 2_000)
         let stored = try hasher.hash("correct horse battery staple")
         #expect(stored.hasPrefix("$pbkdf2-sha256$i=2000$"))
         #expect(try hasher.verify("correct horse battery staple", against: stored))
         #expect(try !hasher.verify("correct horse battery stapler", against: stored))
         #expect(try hasher.hash("same") != hasher.hash("same"))  // salted
         #expect(!hasher.needsRehash(stored))
-        #expect(PasswordHasher(iterations: 4_000).needsRehash(stored))
+        #expect(PasswordHasher.insecureForTesting(iterations: 4_000).needsRehash(stored))
         // A higher-cost hasher still verifies old hashes: the cost comes from the string.
         #expect(
-            try PasswordHasher(iterations: 4_000).verify(
+            try PasswordHasher.insecureForTesting(iterations: 4_000).verify(
                 "correct horse battery staple",
                 against: stored
             )
@@ -227,42 +322,180 @@ struct ServerPieceTests {
     )
     func malformedHashes(_ encoded: String) {
         let error = #expect(throws: AuthError.self) {
-            try PasswordHasher(iterations: 1_000).verify("x", against: encoded)
+            try PasswordHasher.insecureForTesting(iterations: 1_000).verify("x", against: encoded)
         }
         #expect(error?.code == .invalidPasswordHash)
     }
 
+    @Test("the hasher's cost has a floor; only the explicit test API goes below it")
+    func costFloor() {
+        #expect(PasswordHasher(iterations: 1).iterations == PasswordHasher.minimumIterations)
+        #expect(PasswordHasher().iterations == 600_000)
+        #expect(PasswordHasher.insecureForTesting(iterations: 1_000).iterations == 1_000)
+    }
+
+    @Test("an unknown user is refused after the same PBKDF2 work as a known one")
+    func dummyHash() throws {
+        let hasher = PasswordHasher.insecureForTesting(iterations: 1_000)
+        let stored = try hasher.hash("secret-1")
+        #expect(try hasher.verifyOrDummy("secret-1", against: stored))
+        #expect(try !hasher.verifyOrDummy("secret-2", against: stored))
+        #expect(try !hasher.verifyOrDummy("secret-1", against: nil))
+    }
+
     @Test("tokens are issued, refreshed with rotation, and revoked per session")
-    func tokens() throws {
+    func tokens() async throws {
         let issuer = TokenIssuer(accessTokenLifetime: 60, logger: quietLogger)
         let now = Date()
-        let first = issuer.issue(subject: "ana", now: now)
-        let session = try issuer.authenticate(
+        let first = try await issuer.issue(subject: "ana", now: now)
+        let session = try await issuer.authenticate(
             authorization: "Bearer " + first.accessToken,
             now: now
         )
         #expect(session.subject == "ana")
         #expect(session.signingKey.id == first.signingKeyID)
-        #expect(throws: TokenRejection.self) {
-            try issuer.authenticate(accessToken: first.accessToken, now: now + 61)
+        let expired = await #expect(throws: TokenRejection.self) {
+            try await issuer.authenticate(accessToken: first.accessToken, now: now + 61)
         }
-        #expect(throws: TokenRejection.self) {
-            try issuer.authenticate(authorization: first.accessToken, now: now)
+        #expect(expired?.reason == .expired)
+        let malformed = await #expect(throws: TokenRejection.self) {
+            try await issuer.authenticate(authorization: first.accessToken, now: now)
         }
-        let second = try issuer.refresh(refreshToken: first.refreshToken, now: now)
+        #expect(malformed?.reason == .malformed)
+        let second = try await issuer.refresh(refreshToken: first.refreshToken, now: now)
         #expect(second.signingKeyID == first.signingKeyID)
-        #expect(throws: TokenRejection.self) {
-            try issuer.refresh(refreshToken: first.refreshToken, now: now)
-        }  // rotated
-        #expect(throws: TokenRejection.self) {
-            try issuer.authenticate(accessToken: second.refreshToken, now: now)
+        #expect(second.refreshToken != first.refreshToken)
+        let wrongKind = await #expect(throws: TokenRejection.self) {
+            try await issuer.authenticate(accessToken: second.refreshToken, now: now)
         }
-        #expect(issuer.revoke(token: second.refreshToken))
-        let revoked = #expect(throws: TokenRejection.self) {
-            try issuer.authenticate(accessToken: second.accessToken, now: now)
+        #expect(wrongKind?.reason == .malformed)
+        #expect(try await issuer.revoke(token: second.refreshToken, now: now))
+        let revoked = await #expect(throws: TokenRejection.self) {
+            try await issuer.authenticate(accessToken: second.accessToken, now: now)
         }
         #expect(revoked?.reason == .unknown || revoked?.reason == .revoked)
-        #expect(!issuer.revoke(token: "nonsense"))
+        #expect(try await !issuer.revoke(token: "nonsense", now: now))
+    }
+
+    @Test("a rotated refresh token is exchanged again within the grace period (lost answer)")
+    func rotationGrace() async throws {
+        let issuer = TokenIssuer(rotationGrace: 30, logger: quietLogger)
+        let now = Date()
+        let first = try await issuer.issue(subject: "ana", now: now)
+        let lost = try await issuer.refresh(refreshToken: first.refreshToken, now: now + 1)
+        // The answer was lost: the client presents the old token again, 20 s later.
+        let again = try await issuer.refresh(refreshToken: first.refreshToken, now: now + 21)
+        #expect(again.refreshToken != lost.refreshToken)
+        #expect(
+            try await issuer.authenticate(accessToken: again.accessToken, now: now + 22).subject
+                == "ana"
+        )
+        // The chain goes on from the new pair.
+        let next = try await issuer.refresh(refreshToken: again.refreshToken, now: now + 100)
+        #expect(
+            try await issuer.authenticate(accessToken: next.accessToken, now: now + 101).subject
+                == "ana"
+        )
+    }
+
+    @Test("reuse of a rotated refresh token after the grace revokes the whole session chain")
+    func reuseRevokesChain() async throws {
+        let issuer = TokenIssuer(rotationGrace: 30, logger: quietLogger)
+        let now = Date()
+        let first = try await issuer.issue(subject: "ana", now: now)
+        let second = try await issuer.refresh(refreshToken: first.refreshToken, now: now + 1)
+        let third = try await issuer.refresh(refreshToken: second.refreshToken, now: now + 60)
+        // Someone replays the first refresh token long after its rotation.
+        let reuse = await #expect(throws: TokenRejection.self) {
+            try await issuer.refresh(refreshToken: first.refreshToken, now: now + 120)
+        }
+        #expect(reuse?.reason == .reused)
+        #expect(reuse?.grantProblem.type == AuthProblemType.invalidGrant)
+        #expect(reuse?.grantProblem.status == 400)
+        // Every token of the chain is dead now, the newest included.
+        for token in [second.accessToken, third.accessToken] {
+            await #expect(throws: TokenRejection.self) {
+                try await issuer.authenticate(accessToken: token, now: now + 121)
+            }
+        }
+        await #expect(throws: TokenRejection.self) {
+            try await issuer.refresh(refreshToken: third.refreshToken, now: now + 122)
+        }
+    }
+
+    @Test("concurrent exchanges of one refresh token: one rotation, all within the grace succeed")
+    func concurrentRefresh() async throws {
+        let store = InMemorySessionStore()
+        let issuer = TokenIssuer(store: store, logger: quietLogger)
+        let now = Date()
+        let first = try await issuer.issue(subject: "ana", now: now)
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    (try? await issuer.refresh(refreshToken: first.refreshToken, now: now)) != nil
+                }
+            }
+            var all: [Bool] = []
+            for await ok in group { all.append(ok) }
+            return all
+        }
+        #expect(results.count == 20)
+        #expect(results.allSatisfy { $0 })
+        let record = try #require(
+            try await store.token(digest: TokenIssuer.digest(first.refreshToken))
+        )
+        #expect(record.rotatedAt == now)
+    }
+
+    @Test("a failing session store is 'unavailable' (503), never a refusal that signs out")
+    func failingSessionStore() async throws {
+        struct Down: SessionStore {
+            struct Failure: Error {}
+            func insert(session: SessionRecord, tokens: [TokenRecord]) async throws {
+                throw Failure()
+            }
+            func insert(tokens: [TokenRecord]) async throws { throw Failure() }
+            func session(id: String) async throws -> SessionRecord? { throw Failure() }
+            func token(digest: String) async throws -> TokenRecord? { throw Failure() }
+            func markRotated(digest: String, at now: Date) async throws -> Date { throw Failure() }
+            func revoke(sessionID: String, at now: Date) async throws { throw Failure() }
+            func purge(expiredBefore date: Date) async throws { throw Failure() }
+        }
+        let issuer = TokenIssuer(store: Down(), logger: quietLogger)
+        let refused = await #expect(throws: TokenRejection.self) {
+            try await issuer.refresh(refreshToken: "whatever")
+        }
+        #expect(refused?.reason == .unavailable)
+        #expect(refused?.isTransient == true)
+        #expect(refused?.grantProblem.status == 503)
+        #expect(refused?.problem.status == 503)
+        let issue = await #expect(throws: TokenRejection.self) {
+            try await issuer.issue(subject: "ana")
+        }
+        #expect(issue?.reason == .unavailable)
+    }
+
+    @Test("the in-memory session store purges expired tokens and dead sessions")
+    func sessionPurge() async throws {
+        let store = InMemorySessionStore()
+        let issuer = TokenIssuer(
+            store: store,
+            accessTokenLifetime: 10,
+            refreshTokenLifetime: 100,
+            logger: quietLogger
+        )
+        let now = Date()
+        let revoked = try await issuer.issue(subject: "a", now: now)
+        _ = try await issuer.issue(subject: "b", now: now)
+        try await issuer.revoke(token: revoked.accessToken, now: now)
+        #expect(store.counts.sessions == 2)
+        #expect(store.counts.tokens == 2)
+        try await issuer.purge(now: now + 50)
+        #expect(store.counts.sessions == 1)
+        #expect(store.counts.tokens == 1)
+        try await issuer.purge(now: now + 101)
+        #expect(store.counts.sessions == 0)
+        #expect(store.counts.tokens == 0)
     }
 
     @Test(
@@ -446,16 +679,17 @@ struct TokenStoreTests {
     }
 
     @Test("the lease is exclusive until released or expired")
-    func lease() throws {
+    func lease() async throws {
         let directory = try temporaryContainer()
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = TokenStore(directory: directory)
         let now = Date()
-        let held = try #require(try store.tryAcquireLease(duration: 5, now: now))
-        #expect(try store.tryAcquireLease(duration: 5, now: now + 1) == nil)
-        #expect(try store.tryAcquireLease(duration: 5, now: now + 6) != nil)  // expired: taken over
-        store.releaseLease(held)  // not the holder any more: leaves the new lease alone
-        #expect(try store.tryAcquireLease(duration: 5, now: now + 7) == nil)
+        let held = try #require(try await store.tryAcquireLease(duration: 5, now: now))
+        #expect(try await store.tryAcquireLease(duration: 5, now: now + 1) == nil)
+        // Expired: taken over.
+        #expect(try await store.tryAcquireLease(duration: 5, now: now + 6) != nil)
+        await store.releaseLease(held)  // not the holder any more: leaves the new lease alone
+        #expect(try await store.tryAcquireLease(duration: 5, now: now + 7) == nil)
     }
 
     @Test("a token lifetime shorter than the margin refreshes at half-life, not every call")

@@ -112,10 +112,15 @@ public struct ScanInput: Sendable {
     public enum Source: Sendable {
         /// A file to read and decode.
         case file(URL)
-        /// Encoded image bytes (stdin, a network body, ...).
+        /// Encoded image bytes (a network body, ...).
         case data(Data)
         /// Pixels already decoded.
         case image(ImageBuffer)
+        /// The process's standard input, read when the input is decoded.
+        case standardInput
+        /// A file by the bytes of its path, for names that are not UTF-8 (which a `URL` on
+        /// Linux cannot hold); directory walks use it for every file.
+        case path([UInt8])
     }
 
     /// How results and errors name this input (the path as given, `-` for stdin, ...).
@@ -134,29 +139,123 @@ public struct ScanInput: Sendable {
         ScanInput(name: url.path, source: .file(url))
     }
 
-    /// Decodes this input into pixels.
+    /// Decodes this input's first frame into pixels.
     /// - Throws: ``ImageError`` naming this input.
     public func decode(limits: ImageLimits = .default) throws(ImageError) -> ImageBuffer {
-        switch source {
-        case .file(let url):
-            let data: Data
-            do {
-                data = try ImageBuffer.readFile(url)
-            } catch {
-                throw ImageError(
-                    code: error.code,
-                    input: name,
-                    message: error.message,
-                    cause: error.cause
-                )
-            }
-            return try ImageBuffer(data: data, name: name, limits: limits)
-        case .data(let data):
-            return try ImageBuffer(data: data, name: name, limits: limits)
-        case .image(let image):
-            return image
+        if case .image(let image) = source { return image }
+        guard let first = try openFrames(limits: limits, budget: nil).next() else {
+            throw ImageError(code: .corrupt, input: name, message: "the image holds no frame")
+        }
+        return first.image
+    }
+
+    /// Decodes every frame in turn (TIFF pages, GIF frames; one for other formats), calling
+    /// `body` with each, or with the error that ended decoding (a bad input, a bad frame, or
+    /// more frames than ``ImageLimits/maximumFrameCount``). Only one frame's pixels exist at
+    /// a time; with a `budget`, the input's memory is reserved from it (waiting for room)
+    /// before its body is read, and returned when this returns.
+    public func forEachFrame(
+        limits: ImageLimits = .default,
+        budget: MemoryBudget? = nil,
+        _ body: (Result<ImageFrame, ImageError>) -> Void
+    ) {
+        if case .image(let image) = source {
+            body(.success(ImageFrame(index: 0, count: 1, image: image)))
+            return
+        }
+        do throws(ImageError) {
+            let frames = try openFrames(limits: limits, budget: budget)
+            defer { frames.reservation?.release() }
+            while let frame = try frames.next() { body(.success(frame)) }
+        } catch {
+            body(.failure(error))
         }
     }
+}
+
+/// Memory for decoding shared by a batch's jobs, so that `jobs` parallel decodes never
+/// multiply the peak: each input reserves its bytes and an estimate of its largest frame's
+/// peak (``estimate(pixels:)``) before its body is read, and waits, first come first served,
+/// until that fits. An input larger than the whole budget runs alone.
+public final class MemoryBudget: @unchecked Sendable {
+    // Safe: every mutable field is read and written only while holding `condition`.
+    /// The bytes that may be reserved at once.
+    public let capacity: Int
+    private let condition = NSCondition()
+    private var inFlight = 0
+    private var holders = 0
+    private var nextTicket: UInt64 = 0
+    private var serving: UInt64 = 0
+
+    /// 1 GiB: with the process's own memory, a scan fits a machine with 2 GB.
+    public static let defaultCapacity = 1 << 30
+
+    /// The peak bytes one decoded pixel costs while it is scanned: the decoded pixels (up
+    /// to 4 bytes), their grey view and the engines' working copies (measured: about 8).
+    public static let bytesPerPixel = 8
+
+    /// The bytes to reserve for a frame of `pixels` pixels.
+    public static func estimate(pixels: Int) -> Int {
+        let (bytes, overflow) = max(0, pixels).multipliedReportingOverflow(by: bytesPerPixel)
+        return overflow ? Int.max / 2 : bytes
+    }
+
+    /// Creates a budget of `capacity` bytes (at least 1 MiB).
+    public init(capacity: Int = MemoryBudget.defaultCapacity) {
+        self.capacity = max(1 << 20, capacity)
+    }
+
+    /// Waits until `bytes` fit beside what is reserved (or nothing else is), in order of
+    /// arrival, and reserves them until the reservation is released or freed.
+    public func reserve(_ bytes: Int) -> MemoryReservation {
+        let bytes = max(0, bytes)
+        condition.lock()
+        let ticket = nextTicket
+        nextTicket += 1
+        while ticket != serving || (holders > 0 && inFlight > capacity - min(bytes, capacity)) {
+            condition.wait()
+        }
+        serving += 1
+        inFlight += bytes
+        holders += 1
+        condition.broadcast()
+        condition.unlock()
+        return MemoryReservation(budget: self, bytes: bytes)
+    }
+
+    fileprivate func release(_ bytes: Int) {
+        condition.lock()
+        inFlight -= bytes
+        holders -= 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The bytes reserved now (for tests and diagnostics).
+    public var reserved: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return inFlight
+    }
+}
+
+/// Bytes held from a ``MemoryBudget``; returned by ``release()`` or when freed.
+public final class MemoryReservation: Sendable {
+    private let budget: MemoryBudget
+    private let bytes: Int
+    private let released = Atomic<Bool>(false)
+
+    fileprivate init(budget: MemoryBudget, bytes: Int) {
+        self.budget = budget
+        self.bytes = bytes
+    }
+
+    /// Returns the bytes to the budget; idempotent.
+    public func release() {
+        if !released.exchange(true, ordering: .acquiringAndReleasing) { budget.release(bytes) }
+    }
+
+    deinit { release() }
 }
 
 /// What a batch scan found in one input.

@@ -2,17 +2,57 @@ internal import CImageIO
 public import Foundation
 internal import Synchronization
 
-/// Limits applied before any pixel is decoded.
+/// Limits applied before any pixel is decoded or any more input is read.
 public struct ImageLimits: Sendable, Hashable, Codable {
-    /// The largest width × height accepted, checked from the file's header.
+    /// The largest width × height of one frame, checked from the file's header before the
+    /// body is read.
     public var maximumPixelCount: Int
+    /// The most bytes read from one input (file or stdin); a larger file is refused before it
+    /// is read, a longer stream as soon as the limit is passed.
+    public var maximumInputBytes: Int
+    /// The most frames scanned in one input (TIFF pages, GIF frames); the rest are reported
+    /// as not scanned.
+    public var maximumFrameCount: Int
 
-    /// 100 megapixels.
+    /// 100 megapixels, 1 GiB of input, 1,000 frames.
     public static let `default` = ImageLimits(maximumPixelCount: 100_000_000)
 
-    /// Creates limits.
-    public init(maximumPixelCount: Int) {
-        self.maximumPixelCount = maximumPixelCount
+    /// Creates limits. By default an input may hold 1 GiB, or 8 bytes per allowed pixel when
+    /// that is more (uncompressed 16-bit RGBA), and 1,000 frames.
+    public init(
+        maximumPixelCount: Int,
+        maximumInputBytes: Int? = nil,
+        maximumFrameCount: Int = 1_000
+    ) {
+        self.maximumPixelCount = max(0, maximumPixelCount)
+        let (perPixel, overflow) = self.maximumPixelCount.multipliedReportingOverflow(by: 8)
+        self.maximumInputBytes = max(
+            0,
+            maximumInputBytes ?? max(1 << 30, overflow ? Int.max : perPixel)
+        )
+        self.maximumFrameCount = max(1, maximumFrameCount)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case maximumPixelCount, maximumInputBytes, maximumFrameCount
+    }
+
+    /// Decodes limits; the fields added after `maximumPixelCount` take their defaults when
+    /// absent.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            maximumPixelCount: try container.decode(Int.self, forKey: .maximumPixelCount),
+            maximumInputBytes: try container.decodeIfPresent(Int.self, forKey: .maximumInputBytes),
+            maximumFrameCount: try container.decodeIfPresent(Int.self, forKey: .maximumFrameCount)
+                ?? 1_000
+        )
+    }
+
+    /// Whether `width` × `height` fits ``maximumPixelCount`` (without overflow).
+    func allows(width: Int, height: Int) -> Bool {
+        let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+        return !overflow && pixels <= maximumPixelCount
     }
 }
 
@@ -64,10 +104,11 @@ public struct ImageBuffer: Sendable {
         stride: Int? = nil,
         pixels: [UInt8]
     ) throws(ImageError) {
-        let rowBytes = width * format.channels
+        let (rowBytes, rowOverflow) = width.multipliedReportingOverflow(by: format.channels)
         let stride = stride ?? rowBytes
-        guard width > 0, height > 0, stride >= rowBytes,
-            pixels.count >= stride * (height - 1) + rowBytes
+        let (lastRow, lastOverflow) = stride.multipliedReportingOverflow(by: max(0, height - 1))
+        guard width > 0, height > 0, !rowOverflow, !lastOverflow, stride >= rowBytes,
+            lastRow <= Int.max - rowBytes, pixels.count >= lastRow + rowBytes
         else {
             throw ImageError(
                 code: .invalidPixels,
@@ -87,6 +128,7 @@ public struct ImageBuffer: Sendable {
 
     init(uncheckedWidth width: Int, height: Int, format: PixelFormat, stride: Int, pixels: [UInt8])
     {
+        // `pixels` holds at least stride × (height - 1) + width × channels bytes.
         self.width = width
         self.height = height
         self.format = format
@@ -95,16 +137,20 @@ public struct ImageBuffer: Sendable {
         self.greyCache = GreyCache()
     }
 
-    /// Decodes an image file (PNG, JPEG, WebP, TIFF, GIF, PNM, BMP).
+    /// Decodes an image file (PNG, JPEG, WebP, TIFF, GIF, PNM, BMP); the first frame of a
+    /// multi-frame file (``ImageFrames`` reads them all).
     ///
-    /// The pixel count is checked from the header before decoding.
+    /// The file's size and the pixel count in its header are checked before its body is read.
     /// - Throws: ``ImageError`` naming the path.
     public init(contentsOf url: URL, limits: ImageLimits = .default) throws(ImageError) {
-        let data = try Self.readFile(url)
-        try self.init(data: data, name: url.path, limits: limits)
+        let frames = try ScanInput.file(url).openFrames(limits: limits, budget: nil)
+        guard let first = try frames.next() else {
+            throw ImageError(code: .corrupt, input: url.path, message: "the image holds no frame")
+        }
+        self = first.image
     }
 
-    /// Decodes an image held in memory.
+    /// Decodes an image held in memory; the first frame of a multi-frame image.
     ///
     /// - Parameters:
     ///   - data: the encoded image (PNG, JPEG, WebP, TIFF, GIF, PNM, BMP).
@@ -114,45 +160,11 @@ public struct ImageBuffer: Sendable {
     public init(data: Data, name: String = "data", limits: ImageLimits = .default)
         throws(ImageError)
     {
-        var decoded = sf_image()
-        var message = [CChar](repeating: 0, count: 256)
-        let status = data.withUnsafeBytes { raw -> sf_image_status in
-            let base = raw.bindMemory(to: UInt8.self).baseAddress
-            return sf_image_decode(
-                base,
-                raw.count,
-                UInt64(max(0, limits.maximumPixelCount)),
-                &decoded,
-                &message,
-                message.count
-            )
+        let frames = try ImageFrames(data: data, name: name, limits: limits)
+        guard let first = try frames.next() else {
+            throw ImageError(code: .corrupt, input: name, message: "the image holds no frame")
         }
-        guard status == SF_IMAGE_OK, let base = decoded.pixels else {
-            throw ImageError(
-                code: Self.code(for: status),
-                input: name,
-                message: String(
-                    decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
-                    as: UTF8.self
-                )
-            )
-        }
-        defer { sf_image_free(&decoded) }
-        let count = Int(decoded.stride) * Int(decoded.height)
-        let pixels = [UInt8](UnsafeBufferPointer(start: base, count: count))
-        let format: PixelFormat =
-            switch decoded.channels {
-            case 1: .grey
-            case 3: .rgb
-            default: .rgba
-            }
-        self.init(
-            uncheckedWidth: Int(decoded.width),
-            height: Int(decoded.height),
-            format: format,
-            stride: Int(decoded.stride),
-            pixels: pixels
-        )
+        self = first.image
     }
 
     /// The width and height an encoded image announces in its header, without decoding it.
@@ -226,10 +238,17 @@ public struct ImageBuffer: Sendable {
 
     /// The part of the image inside `rect`, clipped to the image; `nil` when nothing is left.
     public func cropped(to rect: PixelRect) -> ImageBuffer? {
+        // Saturating: a rectangle given on the command line may reach past Int.max.
         let x0 = max(0, rect.x)
         let y0 = max(0, rect.y)
-        let x1 = min(width, rect.x + rect.width)
-        let y1 = min(height, rect.y + rect.height)
+        let x1 = min(
+            width,
+            rect.x.addingReportingOverflow(rect.width).overflow ? Int.max : rect.x + rect.width
+        )
+        let y1 = min(
+            height,
+            rect.y.addingReportingOverflow(rect.height).overflow ? Int.max : rect.y + rect.height
+        )
         guard x1 > x0, y1 > y0 else { return nil }
         let channels = format.channels
         let rowBytes = (x1 - x0) * channels
@@ -269,7 +288,7 @@ public struct ImageBuffer: Sendable {
         }
     }
 
-    private static func code(for status: sf_image_status) -> ImageError.Code {
+    static func code(for status: sf_image_status) -> ImageError.Code {
         switch status {
         case SF_IMAGE_EMPTY: .empty
         case SF_IMAGE_NOT_IMAGE: .notAnImage
@@ -277,32 +296,6 @@ public struct ImageBuffer: Sendable {
         case SF_IMAGE_TOO_LARGE: .tooLarge
         case SF_IMAGE_NO_MEMORY: .outOfMemory
         default: .corrupt
-        }
-    }
-
-    static func readFile(_ url: URL) throws(ImageError) -> Data {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
-            isDirectory.boolValue
-        {
-            throw ImageError(
-                code: .unreadable,
-                input: url.path,
-                message: "is a directory, not an image file"
-            )
-        }
-        do {
-            return try Data(contentsOf: url, options: .mappedIfSafe)
-        } catch {
-            guard FileManager.default.fileExists(atPath: url.path) else {
-                throw ImageError(code: .unreadable, input: url.path, message: "no such file")
-            }
-            throw ImageError(
-                code: .unreadable,
-                input: url.path,
-                message: "cannot be read",
-                cause: error.localizedDescription
-            )
         }
     }
 }

@@ -15,16 +15,26 @@ extension DefaultsValue {
     /// Parses JSON text into a value: objects become dictionaries, numbers without a
     /// fraction or exponent become integers (when they fit), other numbers doubles.
     ///
-    /// `null` is rejected because the store has no null; use removal instead.
-    /// - Throws: ``DefaultsValueParseError`` naming the offset and the problem.
-    public init(jsonText text: String) throws(DefaultsValueParseError) {
-        var parser = JSONParser(bytes: Array(text.utf8))
+    /// `null` is rejected because the store has no null; use removal instead. Arrays and
+    /// objects may nest `maximumNestingDepth` levels: a value to store takes the default,
+    /// ``DefaultsLimits/maximumNestingDepth``; a whole suite (its top-level object holding
+    /// the values) one more.
+    /// - Throws: ``DefaultsValueParseError`` naming the offset and the problem (with
+    ///   ``DefaultsValueParseError/limit`` set when the text is valid but too deep).
+    public init(
+        jsonText text: String,
+        maximumNestingDepth: Int = DefaultsLimits.maximumNestingDepth
+    ) throws(DefaultsValueParseError) {
+        var parser = JSONParser(bytes: Array(text.utf8), maximumNesting: maximumNestingDepth)
         self = try parser.parseDocument()
     }
 
-    /// Parses JSON bytes; see ``init(jsonText:)``.
-    public init(jsonData data: Data) throws(DefaultsValueParseError) {
-        var parser = JSONParser(bytes: [UInt8](data))
+    /// Parses JSON bytes; see ``init(jsonText:maximumNestingDepth:)``.
+    public init(
+        jsonData data: Data,
+        maximumNestingDepth: Int = DefaultsLimits.maximumNestingDepth
+    ) throws(DefaultsValueParseError) {
+        var parser = JSONParser(bytes: [UInt8](data), maximumNesting: maximumNestingDepth)
         self = try parser.parseDocument()
     }
 
@@ -64,11 +74,15 @@ public struct DefaultsValueParseError: Error, Sendable, Equatable, CustomStringC
     public var offset: Int
     /// What is wrong, for people.
     public var message: String
+    /// The limit the text passed, when it is well formed but past one of ``DefaultsLimits``
+    /// (nil for a syntax error).
+    public var limit: DefaultsLimitError.Limit?
 
     /// Creates an error at an offset.
-    public init(offset: Int, message: String) {
+    public init(offset: Int, message: String, limit: DefaultsLimitError.Limit? = nil) {
         self.offset = offset
         self.message = message
+        self.limit = limit
     }
 
     /// `message (at byte N)`.
@@ -156,10 +170,12 @@ struct JSONWriter {
 struct JSONParser {
     let bytes: [UInt8]
     var index = 0
-    static let maximumDepth = 256
+    /// Arrays and objects the document may nest.
+    let maximumNesting: Int
 
-    init(bytes: [UInt8]) {
+    init(bytes: [UInt8], maximumNesting: Int = DefaultsLimits.maximumNestingDepth) {
         self.bytes = bytes
+        self.maximumNesting = maximumNesting
         // A UTF-8 byte-order mark is allowed at the start.
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
     }
@@ -185,8 +201,8 @@ struct JSONParser {
         }
     }
 
+    /// `depth`: the arrays and objects around this value.
     private mutating func parseValue(depth: Int) throws(DefaultsValueParseError) -> DefaultsValue {
-        guard depth < Self.maximumDepth else { throw fail("JSON nested too deeply") }
         guard index < bytes.count else { throw fail("unexpected end of JSON") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject(depth: depth)
@@ -215,7 +231,19 @@ struct JSONParser {
         index += expected.count
     }
 
+    private func checkNesting(_ depth: Int) throws(DefaultsValueParseError) {
+        guard depth < maximumNesting else {
+            throw DefaultsValueParseError(
+                offset: index,
+                message:
+                    "JSON nests arrays and objects more than \(maximumNesting) levels deep (the limit of a suite's values is \(DefaultsLimits.maximumNestingDepth))",
+                limit: .nestingDepth
+            )
+        }
+    }
+
     private mutating func parseObject(depth: Int) throws(DefaultsValueParseError) -> DefaultsValue {
+        try checkNesting(depth)
         index += 1
         var entries: [String: DefaultsValue] = [:]
         skipWhitespace()
@@ -251,6 +279,7 @@ struct JSONParser {
     }
 
     private mutating func parseArray(depth: Int) throws(DefaultsValueParseError) -> DefaultsValue {
+        try checkNesting(depth)
         index += 1
         var elements: [DefaultsValue] = []
         skipWhitespace()

@@ -17,22 +17,53 @@ extension DefaultsValue {
         return out
     }
 
-    /// Parses a property list (XML, binary or OpenStep text, as Foundation reads them).
-    /// - Throws: ``DefaultsValueParseError`` when the bytes are not a property list.
-    public init(propertyList data: Data) throws(DefaultsValueParseError) {
+    /// Parses an XML or binary property list, as `defaults export` writes them; arrays and
+    /// dictionaries may nest `maximumNestingDepth` levels (see
+    /// ``init(jsonText:maximumNestingDepth:)``).
+    ///
+    /// OpenStep text property lists are refused: Foundation's parser for them prints to
+    /// stderr on some errors, and nothing in the suite writes them.
+    /// - Throws: ``DefaultsValueParseError`` when the bytes are not such a property list.
+    public init(
+        propertyList data: Data,
+        maximumNestingDepth: Int = DefaultsLimits.maximumNestingDepth
+    ) throws(DefaultsValueParseError) {
+        guard Self.isXMLOrBinaryPropertyList(data) else {
+            throw DefaultsValueParseError(
+                offset: 0,
+                message: "not JSON or a property list (XML or binary)"
+            )
+        }
         let object: Any
         do {
             object = try PropertyListSerialization.propertyList(from: data, format: nil)
         } catch {
-            throw DefaultsValueParseError(offset: 0, message: "not a property list: \(error)")
+            let detail =
+                ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String)
+                ?? error.localizedDescription
+            throw DefaultsValueParseError(
+                offset: 0,
+                message: "not a valid property list: \(detail)"
+            )
         }
-        self = try Self(propertyListObject: object, depth: 0)
+        self = try Self(propertyListObject: object, depth: 0, maximum: maximumNestingDepth)
     }
 
-    private init(propertyListObject object: Any, depth: Int) throws(DefaultsValueParseError) {
-        guard depth < JSONParser.maximumDepth else {
-            throw DefaultsValueParseError(offset: 0, message: "property list nested too deeply")
+    /// `bplist00`, or XML (after an optional byte-order mark and white space: `<?xml`,
+    /// `<!DOCTYPE plist` or `<plist`).
+    static func isXMLOrBinaryPropertyList(_ data: Data) -> Bool {
+        if data.starts(with: Array("bplist".utf8)) { return true }
+        var bytes = data[...]
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+        let text = bytes.drop { [0x20, 0x09, 0x0A, 0x0D].contains($0) }.prefix(16)
+        return [Array("<?xml".utf8), Array("<!DOCTYPE".utf8), Array("<plist".utf8)].contains {
+            text.starts(with: $0)
         }
+    }
+
+    private init(propertyListObject object: Any, depth: Int, maximum: Int)
+        throws(DefaultsValueParseError)
+    {
         // A Bool must be checked by its dynamic type: `NSNumber(1) is Bool` is true.
         if type(of: object) == Bool.self, let bool = object as? Bool {
             self = .bool(bool)
@@ -52,21 +83,44 @@ extension DefaultsValue {
                 self = .int(number.intValue)
             }
         } else if let array = object as? [Any] {
+            try Self.checkNesting(depth, maximum: maximum)
             var elements: [DefaultsValue] = []
             for element in array {
-                elements.append(try DefaultsValue(propertyListObject: element, depth: depth + 1))
+                elements.append(
+                    try DefaultsValue(
+                        propertyListObject: element,
+                        depth: depth + 1,
+                        maximum: maximum
+                    )
+                )
             }
             self = .array(elements)
         } else if let dictionary = object as? [String: Any] {
+            try Self.checkNesting(depth, maximum: maximum)
             var entries: [String: DefaultsValue] = [:]
             for (key, element) in dictionary {
-                entries[key] = try DefaultsValue(propertyListObject: element, depth: depth + 1)
+                entries[key] = try DefaultsValue(
+                    propertyListObject: element,
+                    depth: depth + 1,
+                    maximum: maximum
+                )
             }
             self = .dictionary(entries)
         } else {
             throw DefaultsValueParseError(
                 offset: 0,
                 message: "unsupported property-list value of type \(type(of: object))"
+            )
+        }
+    }
+
+    private static func checkNesting(_ depth: Int, maximum: Int) throws(DefaultsValueParseError) {
+        guard depth < maximum else {
+            throw DefaultsValueParseError(
+                offset: 0,
+                message:
+                    "the property list nests arrays and dictionaries more than \(maximum) levels deep (the limit of a suite's values is \(DefaultsLimits.maximumNestingDepth))",
+                limit: .nestingDepth
             )
         }
     }

@@ -50,6 +50,10 @@ public final class SharedStore: Sendable {
     let files: StoreFiles
     let logger: Logger
     let policy: RefreshPolicy
+    /// How long a commit waits for another process's lock (nil: as long as it takes).
+    let lockTimeout: Duration?
+    /// When a waiting commit says on the logger that it is waiting.
+    static let lockAnnounceAfter: Duration = .seconds(1)
     /// True when reads check the file with `stat` (asked for, or inotify unavailable).
     private let statsEveryRead: Atomic<Bool>
     /// Bumped by the watcher on every relevant notification.
@@ -58,10 +62,12 @@ public final class SharedStore: Sendable {
     private let seenEvents = Atomic<UInt64>(0)
     private let observerCount = Atomic<Int>(0)
     private let state = Mutex<State>(State())
-    /// The lock file's descriptor (-1 until the first commit); the mutex also serializes this
+    /// The suite's lock (nil until the first commit); the mutex also serializes this
     /// process's own committing threads, which `flock` on one descriptor would not.
-    private let commitLock = Mutex<Int32>(-1)
+    private let commitLock = Mutex<SuiteLock?>(nil)
     private let watcher = Mutex<DirectoryWatcher?>(nil)
+    /// Set when the watcher saw the suite container removed or moved away.
+    private let containerGone = Atomic<Bool>(false)
 
     private struct State {
         var values: [String: DefaultsValue] = [:]
@@ -83,14 +89,20 @@ public final class SharedStore: Sendable {
     ///   - suite: the suite name; by default `SHOPFLOOR_SUITE`, else `shopfloor`.
     ///   - root: the containers' root; by default from `SHOPFLOOR_HOME` / `XDG_DATA_HOME`.
     ///   - refresh: how other processes' commits reach the snapshot.
-    ///   - logger: where corruption, recovery and notification problems are reported.
+    ///   - logger: where corruption, recovery, notification problems and waits for another
+    ///     process's lock (after a second) are reported.
+    ///   - lockTimeout: how long a change waits while another process holds the suite's lock
+    ///     before failing with ``SharedStoreError/Code/lockTimeout``; nil waits as long as it
+    ///     takes.
     /// - Throws: ``SharedStoreError`` (invalid suite name, insecure container, I/O).
     public init(
         suite: String? = nil,
         root: URL? = nil,
         refresh: RefreshPolicy = .notifications,
-        logger: Logger = Logger(label: "shopfloor.shared-defaults")
+        logger: Logger = Logger(label: "shopfloor.shared-defaults"),
+        lockTimeout: Duration? = nil
     ) throws(SharedStoreError) {
+        self.lockTimeout = lockTimeout
         let suiteName = suite ?? SuiteContainer.defaultSuiteName()
         self.suiteName = suiteName
         self.containerURL = try SuiteContainer.containerURL(forSuite: suiteName, root: root)
@@ -109,9 +121,6 @@ public final class SharedStore: Sendable {
         watcher.withLock { $0 }?.stop()
         let finishers = state.withLock { state in state.observers.values.map(\.finish) }
         for finish in finishers { finish() }
-        commitLock.withLock { fd in
-            if fd >= 0 { Glibc.close(fd) }
-        }
     }
 
     /// The container directory of a suite (created `0700` and checked), for other
@@ -208,15 +217,35 @@ public final class SharedStore: Sendable {
     /// Every process and thread committing to this suite is serialized, so an update is
     /// never lost. Keep `body` short: the suite's lock is held while it runs, so it must not
     /// wait on other work or call this store (that would deadlock). If `body` throws,
-    /// nothing is written and its error is rethrown.
+    /// nothing is written and its error is rethrown. Values past ``DefaultsLimits`` are
+    /// refused (``SharedStoreError/Code/limitExceeded``) before anything is written.
     /// - Throws: `body`'s error, or ``SharedStoreError``.
     @discardableResult
     public func update<R: Sendable>(_ body: (inout [String: DefaultsValue]) throws -> R) throws -> R
     {
-        try commitLock.withLock { lockFD throws -> R in
-            if lockFD < 0 { lockFD = try files.openLockFile() }
-            try lockExclusively(lockFD)
-            defer { _ = flock(lockFD, LOCK_UN) }
+        try commitLock.withLock { lock throws -> R in
+            let suiteLock: SuiteLock
+            if let lock {
+                suiteLock = lock
+            } else {
+                suiteLock = SuiteLock(
+                    fd: try files.openLockFile(),
+                    path: files.path(StoreFiles.lockName)
+                )
+                lock = suiteLock
+            }
+            try suiteLock.acquire(timeout: lockTimeout, announceAfter: Self.lockAnnounceAfter) {
+                holder in
+                logger.warning(
+                    "waiting for another process to release the suite's lock",
+                    metadata: [
+                        "path": "\(suiteLock.path)",
+                        "holder": "\(holder.map { "process \($0)" } ?? "unknown")",
+                        "timeout": "\(lockTimeout.map { "\($0)" } ?? "none")",
+                    ]
+                )
+            }
+            defer { suiteLock.release() }
             let latest = try loadLatestLocked()
             var values = latest.values
             let result = try body(&values)
@@ -338,13 +367,6 @@ public final class SharedStore: Sendable {
         }
     }
 
-    private func lockExclusively(_ fd: Int32) throws(SharedStoreError) {
-        while flock(fd, LOCK_EX) != 0 {
-            if errno == EINTR { continue }
-            throw .system("cannot lock", path: files.path(StoreFiles.lockName))
-        }
-    }
-
     private func checkContainerStillExists() throws(SharedStoreError) {
         var info = stat()
         guard fstat(files.directoryFD, &info) == 0 else {
@@ -439,9 +461,32 @@ public final class SharedStore: Sendable {
             do {
                 try update { _ in () }
             } catch {
-                logger.error("cannot repair the store: \(error)")
+                serveBackupWithoutRepair(because: error)
             }
         }
+    }
+
+    /// The store is damaged and cannot be repaired from here (a read-only file system, no
+    /// write permission): read the backup as it is, so readers get the last good values
+    /// rather than an empty suite.
+    private func serveBackupWithoutRepair(because error: any Error) {
+        guard case .loaded(let generation, let values)? = try? files.load(StoreFiles.backupName)
+        else {
+            logger.error(
+                "the store is corrupt and cannot be repaired, and there is no usable backup",
+                metadata: ["path": "\(files.path(StoreFiles.storeName))", "cause": "\(error)"]
+            )
+            return
+        }
+        logger.error(
+            "the store is corrupt and cannot be repaired; reading its backup unchanged",
+            metadata: [
+                "path": "\(files.path(StoreFiles.storeName))",
+                "backup": "\(files.path(StoreFiles.backupName))",
+                "cause": "\(error)",
+            ]
+        )
+        install(values: values, generation: generation)
     }
 
     private func install(values: [String: DefaultsValue], generation: UInt64) {
@@ -498,6 +543,9 @@ public final class SharedStore: Sendable {
     /// seen; the sequence ends when the task iterating it is cancelled or the store is
     /// released. Several commits that land within one notification may arrive as one
     /// change from the first old value to the latest new value.
+    ///
+    /// The sequence also ends when the suite's container is removed
+    /// (``isContainerRemoved`` tells that end apart).
     public func changes(forKey key: String? = nil) -> AsyncStream<DefaultsChange> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: DefaultsChange.self,
@@ -509,6 +557,7 @@ public final class SharedStore: Sendable {
             finish: { continuation.finish() }
         )
         continuation.onTermination = { [weak self] _ in self?.removeObserver(id) }
+        if isContainerRemoved { continuation.finish() }
         return stream
     }
 
@@ -527,6 +576,11 @@ public final class SharedStore: Sendable {
         )
         return DefaultsObservation { [weak self] in self?.removeObserver(id) }
     }
+
+    /// Whether the suite's container was removed (or moved away) while this store watched
+    /// it. Change sequences end when that happens: nothing more can change in the container
+    /// this store opened.
+    public var isContainerRemoved: Bool { containerGone.load(ordering: .relaxed) }
 
     /// Whether an inotify watcher is running for this store (for tests and diagnostics).
     public var isWatching: Bool { watcher.withLock { $0 != nil } }
@@ -586,6 +640,9 @@ public final class SharedStore: Sendable {
 
     /// Called on the watcher thread.
     private func storeChanged(directoryGone: Bool) {
+        var info = stat()
+        let directoryGone =
+            directoryGone || (fstat(files.directoryFD, &info) == 0 && info.st_nlink == 0)
         events.add(1, ordering: .releasing)
         if directoryGone {
             logger.warning("the suite container was removed; reads will check the file")
@@ -593,6 +650,12 @@ public final class SharedStore: Sendable {
         }
         if observerCount.load(ordering: .relaxed) > 0 {
             refresh(force: false)
+        }
+        if directoryGone && !containerGone.exchange(true, ordering: .relaxed) {
+            // Nothing will ever change in the removed directory: end every change sequence
+            // rather than leave its reader waiting in silence.
+            let finishers = state.withLock { state in state.observers.values.map(\.finish) }
+            for finish in finishers { finish() }
         }
     }
 }

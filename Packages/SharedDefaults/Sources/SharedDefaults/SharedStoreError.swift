@@ -21,6 +21,12 @@ public struct SharedStoreError: Error, Sendable, CustomStringConvertible {
         case coding
         /// The system refused to start change notifications (inotify).
         case notificationsUnavailable
+        /// A value passes one of ``DefaultsLimits`` (nesting, size, date range); nothing was
+        /// written. The ``SharedStoreError/cause`` is the ``DefaultsLimitError``.
+        case limitExceeded
+        /// Another process held the suite's lock for longer than the store's lock timeout;
+        /// nothing was written.
+        case lockTimeout
     }
 
     /// The kind of failure.

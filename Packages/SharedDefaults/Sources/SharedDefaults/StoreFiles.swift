@@ -66,6 +66,13 @@ final class StoreFiles: Sendable {
             return .corrupt(reason: "it is owned by uid \(info.st_uid), not by this user")
         }
         let size = Int(info.st_size)
+        guard size <= DefaultsLimits.maximumStoreBytes else {
+            // Never read it: every process would hold it in memory.
+            return .corrupt(
+                reason:
+                    "it is \(size) bytes, more than the \(DefaultsLimits.maximumStoreBytes)-byte limit"
+            )
+        }
         if let knownGeneration, size >= StoreFormat.headerSize {
             var header = [UInt8](repeating: 0, count: StoreFormat.headerSize)
             let count = header.withUnsafeMutableBytes { preadFully(fd, $0, offset: 0) }
@@ -95,12 +102,15 @@ final class StoreFiles: Sendable {
     /// version to `.bak`, `rename` over the store, `fsync` of the directory. The store file
     /// is at every moment a complete old or new version. Call only while holding the lock.
     func commit(_ values: [String: DefaultsValue], generation: UInt64) throws(SharedStoreError) {
-        guard let bytes = StoreFormat.encode(values, generation: generation) else {
+        let bytes: [UInt8]
+        do {
+            bytes = try StoreFormat.encode(values, generation: generation)
+        } catch {
             throw SharedStoreError(
-                code: .coding,
-                message:
-                    "a value is too large for the store (a string, data or collection over 4 GiB or 2^32 elements)",
-                path: path(Self.storeName)
+                code: .limitExceeded,
+                message: error.message,
+                path: path(Self.storeName),
+                cause: error
             )
         }
         var fd: Int32
@@ -126,9 +136,9 @@ final class StoreFiles: Sendable {
         var closed = false
         defer { if !closed { close(fd) } }
         _ = fchmod(fd, 0o600)
-        let written = bytes.withUnsafeBytes { writeFully(fd, $0) }
-        guard written == bytes.count else {
-            throw .system("cannot write", path: path(Self.tempName))
+        let written = FileIO.writeAll(fd, bytes)
+        guard written == 0 else {
+            throw .system("cannot write", path: path(Self.tempName), errno: written)
         }
         guard fdatasync(fd) == 0 else { throw .system("cannot flush", path: path(Self.tempName)) }
         closed = true
@@ -216,20 +226,6 @@ func preadFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, offset: In
             return -1
         }
         if count == 0 { break }
-        done += count
-    }
-    return done
-}
-
-/// Writes all of `buffer`; returns the count written, or -1 with `errno`.
-func writeFully(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int {
-    var done = 0
-    while done < buffer.count {
-        let count = write(fd, buffer.baseAddress! + done, buffer.count - done)
-        if count < 0 {
-            if errno == EINTR { continue }
-            return -1
-        }
         done += count
     }
     return done

@@ -19,11 +19,20 @@ import Foundation
 /// since 2001-01-01 as IEEE bits, u64, exactly `Date.timeIntervalSinceReferenceDate`), 7 data
 /// (u32 count, bytes), 8 array (u32 count, values), 9 dictionary (u32 count, then per entry a
 /// u32 key byte count, key UTF-8, value; in no particular order).
+///
+/// The writer and the reader keep the same ``DefaultsLimits``: the top-level dictionary plus
+/// ``DefaultsLimits/maximumNestingDepth`` levels, ``DefaultsLimits/maximumStoreBytes`` in
+/// all, dates in the years 1 to 9999, UTF-8 strings; the reader also refuses a generation
+/// above ``maximumGeneration``, which no commit can reach.
 enum StoreFormat {
     static let magic: [UInt8] = Array("SFDS".utf8)
     static let version: UInt16 = 1
     static let headerSize = 32
-    static let maximumDepth = 128
+    /// Containers the payload may nest: the suite's dictionary and its values' levels.
+    static let maximumDepth = DefaultsLimits.maximumNestingDepth + 1
+    /// 2^62: commits use microseconds since 1970 (about 2^51 today), so a larger generation
+    /// is damage, and refusing it keeps `generation + 1` from ever overflowing.
+    static let maximumGeneration: UInt64 = 1 << 62
 
     struct Header: Equatable {
         var generation: UInt64
@@ -37,15 +46,21 @@ enum StoreFormat {
 
     // MARK: Encoding
 
-    /// The store's bytes, or nil when a string, data, array or dictionary is too large for
-    /// the format's 32-bit counts (over 4 GiB or 4 billion elements).
-    static func encode(_ values: [String: DefaultsValue], generation: UInt64) -> [UInt8]? {
-        var out: [UInt8] = []
-        out.reserveCapacity(headerSize + 64 + values.count * 32)
-        out.append(contentsOf: [UInt8](repeating: 0, count: headerSize))
-        var tooLarge = false
-        encodeDictionary(values, into: &out, tooLarge: &tooLarge)
-        guard !tooLarge else { return nil }
+    /// The store's bytes.
+    /// - Throws: ``DefaultsLimitError`` for a value nested too deeply, a date out of range,
+    ///   or a store larger than ``DefaultsLimits/maximumStoreBytes``; checked before any
+    ///   byte is written anywhere.
+    static func encode(_ values: [String: DefaultsValue], generation: UInt64)
+        throws(DefaultsLimitError) -> [UInt8]
+    {
+        var encoder = Encoder()
+        encoder.out.reserveCapacity(headerSize + 64 + values.count * 32)
+        encoder.out.append(contentsOf: [UInt8](repeating: 0, count: headerSize))
+        try encoder.dictionary(values, depth: 0, key: nil)
+        guard encoder.out.count <= DefaultsLimits.maximumStoreBytes else {
+            throw .storeTooLarge(bytes: encoder.out.count)
+        }
+        var out = encoder.out
         let payloadLength = UInt64(out.count - headerSize)
         let payloadCRC = out.withUnsafeBytes {
             CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[headerSize...]))
@@ -67,69 +82,75 @@ enum StoreFormat {
         withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
     }
 
-    private static func appendCount(_ count: Int, into out: inout [UInt8], tooLarge: inout Bool) {
-        guard let count = UInt32(exactly: count) else {
-            tooLarge = true
-            return
-        }
-        appendLE(count, into: &out)
-    }
+    private struct Encoder {
+        var out: [UInt8] = []
 
-    private static func appendString(
-        _ string: String,
-        into out: inout [UInt8],
-        tooLarge: inout Bool
-    ) {
-        var string = string
-        string.withUTF8 { utf8 in
-            appendCount(utf8.count, into: &out, tooLarge: &tooLarge)
-            out.append(contentsOf: utf8)
+        /// Stops early once the limit is passed, so a huge value is not copied in full first.
+        mutating func checkSize() throws(DefaultsLimitError) {
+            if out.count > DefaultsLimits.maximumStoreBytes {
+                throw .storeTooLarge(bytes: out.count)
+            }
         }
-    }
 
-    private static func encodeDictionary(
-        _ entries: [String: DefaultsValue],
-        into out: inout [UInt8],
-        tooLarge: inout Bool
-    ) {
-        out.append(Tag.dictionary.rawValue)
-        appendCount(entries.count, into: &out, tooLarge: &tooLarge)
-        for (key, value) in entries {
-            appendString(key, into: &out, tooLarge: &tooLarge)
-            encodeValue(value, into: &out, tooLarge: &tooLarge)
+        mutating func count(_ count: Int) throws(DefaultsLimitError) {
+            // The size limit (64 MiB) keeps every count far below 2^32.
+            guard let count = UInt32(exactly: count), Int(count) <= DefaultsLimits.maximumStoreBytes
+            else { throw .storeTooLarge(bytes: count) }
+            StoreFormat.appendLE(count, into: &out)
         }
-    }
 
-    private static func encodeValue(
-        _ value: DefaultsValue,
-        into out: inout [UInt8],
-        tooLarge: inout Bool
-    ) {
-        switch value {
-        case .string(let string):
-            out.append(Tag.string.rawValue)
-            appendString(string, into: &out, tooLarge: &tooLarge)
-        case .int(let int):
-            out.append(Tag.int.rawValue)
-            appendLE(Int64(int), into: &out)
-        case .double(let double):
-            out.append(Tag.double.rawValue)
-            appendLE(double.bitPattern, into: &out)
-        case .bool(let bool):
-            out.append(bool ? Tag.boolTrue.rawValue : Tag.boolFalse.rawValue)
-        case .date(let date):
-            out.append(Tag.date.rawValue)
-            appendLE(date.timeIntervalSinceReferenceDate.bitPattern, into: &out)
-        case .data(let data):
-            out.append(Tag.data.rawValue)
-            appendCount(data.count, into: &out, tooLarge: &tooLarge)
-            out.append(contentsOf: data)
-        case .array(let elements):
-            out.append(Tag.array.rawValue)
-            appendCount(elements.count, into: &out, tooLarge: &tooLarge)
-            for element in elements { encodeValue(element, into: &out, tooLarge: &tooLarge) }
-        case .dictionary(let entries):
-            encodeDictionary(entries, into: &out, tooLarge: &tooLarge)
+        mutating func string(_ string: String) throws(DefaultsLimitError) {
+            try count(string.utf8.count)
+            out.append(contentsOf: string.utf8)
+            try checkSize()
+        }
+
+        mutating func dictionary(_ entries: [String: DefaultsValue], depth: Int, key: String?)
+            throws(DefaultsLimitError)
+        {
+            guard depth < StoreFormat.maximumDepth else { throw .tooDeep(key: key) }
+            out.append(Tag.dictionary.rawValue)
+            try count(entries.count)
+            for (entryKey, value) in entries {
+                try string(entryKey)
+                try self.value(value, depth: depth + 1, key: key ?? entryKey)
+            }
+        }
+
+        mutating func value(_ value: DefaultsValue, depth: Int, key: String?)
+            throws(DefaultsLimitError)
+        {
+            switch value {
+            case .string(let text):
+                out.append(Tag.string.rawValue)
+                try string(text)
+            case .int(let int):
+                out.append(Tag.int.rawValue)
+                StoreFormat.appendLE(Int64(int), into: &out)
+            case .double(let double):
+                out.append(Tag.double.rawValue)
+                StoreFormat.appendLE(double.bitPattern, into: &out)
+            case .bool(let bool):
+                out.append(bool ? Tag.boolTrue.rawValue : Tag.boolFalse.rawValue)
+            case .date(let date):
+                guard DefaultsLimits.isStorable(date) else {
+                    throw .dateOutOfRange(key: key, date: date)
+                }
+                out.append(Tag.date.rawValue)
+                StoreFormat.appendLE(date.timeIntervalSinceReferenceDate.bitPattern, into: &out)
+            case .data(let data):
+                out.append(Tag.data.rawValue)
+                try count(data.count)
+                out.append(contentsOf: data)
+                try checkSize()
+            case .array(let elements):
+                guard depth < StoreFormat.maximumDepth else { throw .tooDeep(key: key) }
+                out.append(Tag.array.rawValue)
+                try count(elements.count)
+                for element in elements { try self.value(element, depth: depth + 1, key: key) }
+            case .dictionary(let entries):
+                try dictionary(entries, depth: depth, key: key)
+            }
         }
     }
 
@@ -155,11 +176,21 @@ enum StoreFormat {
         guard version == Self.version else {
             throw Invalid(description: "unsupported format version \(version)")
         }
-        return Header(
+        let header = Header(
             generation: readLE(UInt64.self, bytes, 8),
             payloadLength: readLE(UInt64.self, bytes, 16),
             payloadCRC: readLE(UInt32.self, bytes, 24)
         )
+        guard header.generation <= maximumGeneration else {
+            throw Invalid(description: "generation \(header.generation) is out of range")
+        }
+        guard header.payloadLength <= UInt64(DefaultsLimits.maximumStoreBytes - headerSize) else {
+            throw Invalid(
+                description:
+                    "payload length \(header.payloadLength) is more than the \(DefaultsLimits.maximumStoreBytes)-byte limit"
+            )
+        }
+        return header
     }
 
     struct Decoded {
@@ -248,18 +279,26 @@ enum StoreFormat {
 
         mutating func string() throws(Invalid) -> String {
             let count = try count()
-            let string = String(
-                decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]),
-                as: UTF8.self
-            )
+            guard
+                let string = String(
+                    validating: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]),
+                    as: UTF8.self
+                )
+            else { throw Invalid(description: "a string at byte \(offset) is not valid UTF-8") }
             offset += count
             return string
         }
 
-        mutating func value(depth: Int) throws(Invalid) -> DefaultsValue {
+        func checkDepth(_ depth: Int) throws(Invalid) {
             guard depth < StoreFormat.maximumDepth else {
-                throw Invalid(description: "values nested too deeply")
+                throw Invalid(
+                    description:
+                        "values nest more than \(DefaultsLimits.maximumNestingDepth) levels deep"
+                )
             }
+        }
+
+        mutating func value(depth: Int) throws(Invalid) -> DefaultsValue {
             let rawTag = try integer(UInt8.self)
             guard let tag = Tag(rawValue: rawTag) else {
                 throw Invalid(description: "unknown value tag \(rawTag) at byte \(offset - 1)")
@@ -271,23 +310,27 @@ enum StoreFormat {
             case .boolFalse: return .bool(false)
             case .boolTrue: return .bool(true)
             case .date:
-                return .date(
-                    Date(
-                        timeIntervalSinceReferenceDate: Double(bitPattern: try integer(UInt64.self))
-                    )
+                let date = Date(
+                    timeIntervalSinceReferenceDate: Double(bitPattern: try integer(UInt64.self))
                 )
+                guard DefaultsLimits.isStorable(date) else {
+                    throw Invalid(description: "a date at byte \(offset - 8) is out of range")
+                }
+                return .date(date)
             case .data:
                 let count = try count()
                 let data = Data(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
                 offset += count
                 return .data(data)
             case .array:
+                try checkDepth(depth)
                 let count = try count()
                 var elements: [DefaultsValue] = []
                 elements.reserveCapacity(count)
                 for _ in 0..<count { elements.append(try value(depth: depth + 1)) }
                 return .array(elements)
             case .dictionary:
+                try checkDepth(depth)
                 let count = try count()
                 var entries: [String: DefaultsValue] = [:]
                 entries.reserveCapacity(count)

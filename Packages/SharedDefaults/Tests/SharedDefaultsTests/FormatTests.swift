@@ -33,7 +33,7 @@ struct FormatTests {
 
     @Test("encoding then decoding gives the same values and generation")
     func binaryRoundTrip() throws {
-        let bytes = StoreFormat.encode(Self.sample, generation: 42)!
+        let bytes = try StoreFormat.encode(Self.sample, generation: 42)
         let decoded = try StoreFormat.decode(bytes, count: bytes.count).get()
         #expect(decoded.header.generation == 42)
         #expect(decoded.values == Self.sample)
@@ -47,7 +47,7 @@ struct FormatTests {
         ]
     )
     func damagedBytes(damage: String) {
-        var bytes = StoreFormat.encode(Self.sample, generation: 1)!
+        var bytes = try! StoreFormat.encode(Self.sample, generation: 1)
         switch damage {
         case "empty": bytes = []
         case "bad magic": bytes[0] = 0x58
@@ -67,7 +67,7 @@ struct FormatTests {
     func hostilePayload() {
         // A dictionary claiming 2^32-1 entries, checksummed correctly.
         var payload: [UInt8] = [9, 0xFF, 0xFF, 0xFF, 0xFF]
-        var bytes = StoreFormat.encode([:], generation: 1)!
+        var bytes = try! StoreFormat.encode([:], generation: 1)
         bytes.removeSubrange(StoreFormat.headerSize...)
         let crc = payload.withUnsafeBytes { CRC32.checksum($0) }
         var header = Array(bytes[0..<16])

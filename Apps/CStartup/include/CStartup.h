@@ -1,0 +1,36 @@
+// Process start-up for the suite's command-line apps: standard descriptors and stop signals,
+// set up before any Swift code runs. Used by Apps/CommandSupport only.
+#ifndef SHOPFLOOR_CSTARTUP_H
+#define SHOPFLOOR_CSTARTUP_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Makes descriptors 0, 1 and 2 exist (a closed one is reopened on /dev/null for the wrong
+/// direction, so using it fails instead of touching a file opened later), ignores SIGPIPE
+/// (a write to a closed pipe fails with EPIPE), and catches SIGINT and SIGTERM into a
+/// self-pipe. Idempotent. A stop signal that was ignored when the process started stays
+/// ignored, as POSIX asks of programs started in the background.
+void sf_startup_install(void);
+
+/// The read end of the self-pipe: one byte, the signal number, per SIGINT or SIGTERM.
+int sf_signal_fd(void);
+
+/// The first SIGINT or SIGTERM received, or 0.
+int sf_signal_first(void);
+
+/// Whether descriptor `fd` (0, 1 or 2) was closed when the process started.
+int sf_startup_fd_was_closed(int fd);
+
+/// Blocks SIGINT and SIGTERM before an exec of the same program, so a signal that arrives
+/// while the new image starts is kept pending for it instead of killing it.
+void sf_signal_block_for_exec(void);
+
+/// Undoes sf_signal_block_for_exec after a failed exec.
+void sf_signal_unblock(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,99 @@
+// See CStartup.h. Everything here runs before any Swift code: from then on SIGINT and SIGTERM
+// are recorded, never lost and never fatal.
+#define _GNU_SOURCE
+#include "CStartup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t first_signal = 0;
+static int signal_pipe[2] = {-1, -1};
+static int installed = 0;
+static int closed_at_start[3] = {0, 0, 0};
+
+static void on_stop_signal(int number) {
+    int saved = errno;
+    if (first_signal == 0) first_signal = number;
+    unsigned char byte = (unsigned char)number;
+    // Non-blocking: with the pipe full (hundreds of signals unread) a byte is dropped, and
+    // the watcher has already seen the ones that matter.
+    ssize_t ignored = write(signal_pipe[1], &byte, 1);
+    (void)ignored;
+    errno = saved;
+}
+
+static void occupy_closed_descriptors(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        closed_at_start[fd] = 1;
+        // The wrong direction on purpose: reading a closed stdin or writing a closed stdout
+        // must fail (EBADF), not quietly succeed as /dev/null would.
+        int opened = open("/dev/null", (fd == 0 ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+        if (opened >= 0 && opened != fd) {
+            dup2(opened, fd);
+            close(opened);
+        }
+    }
+}
+
+void sf_startup_install(void) {
+    if (installed) return;
+    installed = 1;
+    occupy_closed_descriptors();
+    if (pipe2(signal_pipe, O_CLOEXEC) == 0) {
+        fcntl(signal_pipe[1], F_SETFL, fcntl(signal_pipe[1], F_GETFL) | O_NONBLOCK);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t stops;
+    sigemptyset(&stops);
+    const int numbers[2] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction previous;
+        if (sigaction(numbers[i], NULL, &previous) == 0 && previous.sa_handler == SIG_IGN) continue;
+        struct sigaction action;
+        action.sa_handler = on_stop_signal;
+        sigfillset(&action.sa_mask);
+        action.sa_flags = SA_RESTART;
+        sigaction(numbers[i], &action, NULL);
+        sigaddset(&stops, numbers[i]);
+    }
+    // A re-exec (scan --text) blocks the stop signals first; one that arrived since is
+    // delivered now, to the handler above.
+    sigprocmask(SIG_UNBLOCK, &stops, NULL);
+}
+
+int sf_signal_fd(void) { return signal_pipe[0]; }
+
+int sf_signal_first(void) { return first_signal; }
+
+int sf_startup_fd_was_closed(int fd) { return fd >= 0 && fd <= 2 ? closed_at_start[fd] : 0; }
+
+void sf_signal_block_for_exec(void) {
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stops, NULL);
+}
+
+void sf_signal_unblock(void) {
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigprocmask(SIG_UNBLOCK, &stops, NULL);
+}
+
+// Only the apps define this marker (one `@_cdecl` line beside their `@main`); test bundles that link
+// CommandSupport do not, so their own signal handling is left alone.
+extern void sf_startup_app_marker(void) __attribute__((weak));
+
+// Runs when the executable's own initialisers run: after the dynamic loader has mapped and
+// relocated the libraries (tens of milliseconds for this many, before which any program's
+// signals take their default action) and before any Swift code.
+__attribute__((constructor)) static void sf_startup_early(void) {
+    if (sf_startup_app_marker) sf_startup_install();
+}

@@ -1,0 +1,133 @@
+internal import CStartup
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// SIGINT and SIGTERM for every app of the suite, the same way.
+///
+/// The handlers are installed by `CStartup` before any Swift code runs (descriptors 0-2 made
+/// safe, SIGPIPE ignored), so no signal is lost or fatal at start. One watcher thread reads
+/// them. On the first, ``CommandMain`` cancels the running command (async work such as
+/// `scan`'s image loop or `watch`'s change loop ends at once and prints what it has whole),
+/// and the process exits 130 (SIGINT) or 143 (SIGTERM) as soon as the command returns, or
+/// after ``grace`` at the latest, never in the middle of a write to stdout or stderr. A
+/// second signal exits at once.
+public enum StopSignal {
+    /// How long a stopping command may take to wind down before the process exits anyway.
+    public static let grace: Duration = .milliseconds(100)
+
+    private struct State {
+        var watching = false
+        var actions: [@Sendable () -> Void] = []
+        var stopping = false
+    }
+
+    private static let state = Mutex<State>(State())
+
+    /// Installs the handlers (if the start-up code has not) and starts the watcher thread;
+    /// idempotent.
+    public static func install() {
+        sf_startup_install()
+        let start = state.withLock { state -> Bool in
+            defer { state.watching = true }
+            return !state.watching
+        }
+        guard start, sf_signal_fd() >= 0 else { return }
+        let thread = Thread { watch(sf_signal_fd()) }
+        thread.name = "StopSignal"
+        thread.start()
+    }
+
+    /// The first stop signal received (SIGINT or SIGTERM), or nil.
+    public static var received: Int32? {
+        let number = sf_signal_first()
+        return number == 0 ? nil : number
+    }
+
+    /// The exit status for the signal received: 130 for SIGINT, 143 for SIGTERM.
+    public static var exitStatus: ExitStatus? {
+        guard let received else { return nil }
+        return received == SIGTERM ? .terminated : .interrupted
+    }
+
+    /// Runs `action` on the first stop signal (at once if one has arrived already).
+    public static func onStop(_ action: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.stopping { return true }
+            state.actions.append(action)
+            return false
+        }
+        if now { action() }
+    }
+
+    /// Ends the process with `status` once no thread is writing to stdout or stderr. Nothing
+    /// buffered in Swift or C stdio is flushed (the suite's output is never buffered there),
+    /// and no exit handler runs while worker threads may still be inside C libraries.
+    public static func exit(_ status: Int32) -> Never {
+        standardStreamsLock.withLock { _ in _exit(status) }
+    }
+
+    /// Replaces this process with a new run of its program (`/proc/self/exe`) with
+    /// `arguments`, so a stop signal that arrives meanwhile stays pending for the new image
+    /// rather than killing it; when one has arrived already, exits 130/143 instead. Returns
+    /// only when the exec fails.
+    public static func reexecute(_ arguments: [String]) {
+        sf_signal_block_for_exec()
+        if let status = exitStatus { _exit(status.rawValue) }
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
+        argv.append(nil)
+        execv("/proc/self/exe", &argv)
+        sf_signal_unblock()
+    }
+
+    private static func watch(_ fd: Int32) {
+        var first: Int32 = 0
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        var deadline: ContinuousClock.Instant?
+        while true {
+            var timeout: Int32 = -1
+            if let deadline {
+                let left = deadline - .now
+                timeout = max(
+                    0,
+                    Int32(
+                        left.components.seconds * 1000 + left.components.attoseconds
+                            / 1_000_000_000_000_000
+                    )
+                )
+            }
+            descriptor.revents = 0
+            let ready = poll(&descriptor, 1, timeout)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if ready == 0 {
+                // The command did not wind down within the grace period.
+                exit(
+                    first == SIGTERM
+                        ? ExitStatus.terminated.rawValue : ExitStatus.interrupted.rawValue
+                )
+            }
+            var byte: UInt8 = 0
+            guard read(fd, &byte, 1) == 1 else { continue }
+            if first != 0 {
+                _exit(
+                    first == SIGTERM
+                        ? ExitStatus.terminated.rawValue : ExitStatus.interrupted.rawValue
+                )
+            }
+            first = Int32(byte)
+            deadline = .now + grace
+            let actions = state.withLock { state in
+                state.stopping = true
+                defer { state.actions = [] }
+                return state.actions
+            }
+            for action in actions { action() }
+        }
+    }
+}

@@ -1,0 +1,183 @@
+internal import Auth
+public import Foundation
+public import Logging
+public import Models
+internal import NIOPosix
+internal import SQLKit
+
+/// The administration commands' logic (users, configuration, demo data) on one database.
+public final class StoreAdmin: Sendable {
+    /// The database (migrated).
+    public let database: StoreDatabase
+    let logger: Logger
+    let passwordIterations: Int
+
+    /// Opens and migrates `location`.
+    public static func open(
+        _ location: DatabaseLocation,
+        passwordIterations: Int = 600_000,
+        logger: Logger
+    ) async throws -> StoreAdmin {
+        let database = try await prepareDatabase(
+            location,
+            passwordIterations: passwordIterations,
+            maxConnections: 1,
+            logger: logger
+        )
+        return StoreAdmin(
+            database: database,
+            passwordIterations: passwordIterations,
+            logger: logger
+        )
+    }
+
+    init(database: StoreDatabase, passwordIterations: Int, logger: Logger) {
+        self.database = database
+        self.passwordIterations = passwordIterations
+        self.logger = logger
+    }
+
+    /// Closes the database.
+    public func close() async { await database.shutdown() }
+
+    // MARK: Users
+
+    /// Adds an associate; throws `UserError` naming the user when the name is taken or bad.
+    public func addUser(
+        _ username: String,
+        password: String,
+        displayName: String? = nil,
+        homeStoreID: UUID? = nil
+    ) async throws -> Associate {
+        guard Associate.isValidUsername(username) else {
+            throw UserError(
+                code: .invalidName,
+                message:
+                    "user name '\(username.prefix(64))' must be 1–64 letters, digits, '.', '_' or '-'"
+            )
+        }
+        try Self.checkPassword(password, username: username)
+        let associate: Associate
+        do {
+            associate = try Associate(
+                username: username,
+                displayName: displayName ?? username,
+                homeStoreID: homeStoreID
+            )
+        } catch {
+            throw UserError(code: .invalidName, message: "display name: \(error.reason)")
+        }
+        if let homeStoreID, try await Repository(database: database).store(id: homeStoreID) == nil {
+            throw UserError(
+                code: .notFound,
+                message: "store \(homeStoreID.uuidString) does not exist"
+            )
+        }
+        let hash = try await hash(password)
+        guard
+            try await UserRepository(database: database).insert(
+                associate,
+                passwordHash: hash,
+                now: Date()
+            )
+        else {
+            throw UserError(code: .exists, message: "user \(username) already exists")
+        }
+        return associate
+    }
+
+    /// Every associate, by name.
+    public func listUsers() async throws -> [StoredUser] {
+        try await UserRepository(database: database).all()
+    }
+
+    /// Sets a new password and signs the user out everywhere.
+    public func setPassword(_ username: String, password: String) async throws {
+        try Self.checkPassword(password, username: username)
+        let hash = try await hash(password)
+        guard
+            try await UserRepository(database: database).setPasswordHash(
+                username,
+                hash,
+                now: Date()
+            )
+        else {
+            throw UserError(code: .notFound, message: "user \(username.prefix(64)) does not exist")
+        }
+        try await SQLSessions.revokeAll(subject: username, database: database)
+    }
+
+    /// Removes an associate and their sessions.
+    public func removeUser(_ username: String) async throws {
+        guard try await UserRepository(database: database).remove(username) else {
+            throw UserError(code: .notFound, message: "user \(username.prefix(64)) does not exist")
+        }
+        try await SQLSessions.revokeAll(subject: username, database: database)
+    }
+
+    /// Sessions and refresh tokens of a user: open sessions, and refresh tokens issued (one
+    /// per sign-in plus one per refresh), for operators and tests.
+    public func sessionCounts(_ username: String) async throws -> (
+        openSessions: Int, refreshTokens: Int
+    ) {
+        let sessions =
+            try await database.sql.raw(
+                "SELECT COUNT(*) AS n FROM auth_sessions WHERE subject = \(bind: username) AND revoked_at IS NULL"
+            ).first()?.int("n") ?? 0
+        let tokens =
+            try await database.sql.raw(
+                """
+                SELECT COUNT(*) AS n FROM auth_tokens t JOIN auth_sessions s ON s.id = t.session_id
+                WHERE s.subject = \(bind: username) AND t.kind = 'refresh'
+                """
+            ).first()?.int("n") ?? 0
+        return (Int(sessions), Int(tokens))
+    }
+
+    static func checkPassword(_ password: String, username: String) throws(UserError) {
+        guard password.count >= 8, password.utf8.count <= 1024 else {
+            throw UserError(
+                code: .invalidPassword,
+                message: "the password for \(username.prefix(64)) must be 8 to 1024 characters"
+            )
+        }
+    }
+
+    private func hash(_ password: String) async throws -> String {
+        let hasher = makePasswordHasher(iterations: passwordIterations)
+        return try await NIOThreadPool.singleton.runIfActive { try hasher.hash(password) }
+    }
+
+    // MARK: Configuration
+
+    /// The configuration service.
+    public var config: ConfigService { ConfigService(database: database) }
+
+    /// The stored configuration as JSON: a `ClientConfiguration` (its `minimumClientVersion`
+    /// the default for every app) plus `minimumClientVersions` by app; `config import` reads
+    /// it back.
+    public func configurationJSON() async throws -> Data {
+        let snapshot = try await config.current()
+        let configuration = try snapshot.configuration(for: "*")
+        var object =
+            try JSONSerialization.jsonObject(with: JSONEncoder.shopfloor.encode(configuration))
+            as? [String: Any] ?? [:]
+        object["minimumClientVersions"] = snapshot.minimumVersions.filter { $0.key != "*" }
+            .mapValues(\.description)
+        return try JSONSerialization.data(
+            withJSONObject: object,
+            options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        )
+    }
+
+    // MARK: Demo data
+
+    /// Loads the demo data into an empty database.
+    public func seedDemo() async throws -> DemoSummary {
+        try await DemoData.seedIfEmpty(
+            database,
+            passwordIterations: passwordIterations,
+            logger: logger
+        )
+    }
+}

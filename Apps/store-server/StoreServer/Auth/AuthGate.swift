@@ -1,0 +1,133 @@
+internal import Auth
+internal import Foundation
+internal import HTTPTypes
+internal import Hummingbird
+internal import Logging
+internal import Models
+
+/// Who made a signed request.
+struct SignedIn: Sendable {
+    var subject: String
+    var sessionID: String
+    var keyID: String
+}
+
+/// Checks bearer tokens and request signatures, and issues tokens, with Auth's
+/// `TokenIssuer` and `SignatureVerifier` over the database's session and nonce stores.
+final class AuthGate: Sendable {
+    let issuer: TokenIssuer
+    let verifier: SignatureVerifier
+    let sessions: SQLSessionStore
+    let nonces: SQLNonceStore
+    let logger: Logger
+
+    init(
+        database: StoreDatabase,
+        accessTokenTTL: TimeInterval,
+        refreshTokenTTL: TimeInterval,
+        window: Int64,
+        logger: Logger
+    ) {
+        self.logger = logger
+        sessions = SQLSessionStore(database: database)
+        nonces = SQLNonceStore(database: database)
+        issuer = TokenIssuer(
+            store: sessions,
+            accessTokenLifetime: accessTokenTTL,
+            refreshTokenLifetime: refreshTokenTTL,
+            logger: logger
+        )
+        verifier = SignatureVerifier(window: window, store: nonces, logger: logger)
+    }
+
+    /// Checks the bearer token and the signature of `request` over `body`.
+    func authenticate(_ request: Request, body: [UInt8], now: Date = Date()) async throws(APIError)
+        -> SignedIn
+    {
+        let session: AuthSession
+        do {
+            session = try await issuer.authenticate(
+                authorization: request.headers[.authorization],
+                now: now
+            )
+        } catch {
+            if !error.isTransient {
+                logger.notice(
+                    "access token rejected",
+                    metadata: ["reason": "\(error.reason.rawValue)"]
+                )
+            }
+            throw APIError.auth(
+                error.problem,
+                headers: error.isTransient ? [(.retryAfter, "1")] : [(.wwwAuthenticate, "Bearer")]
+            )
+        }
+        let scheme =
+            request.headers[.forwardedProto].flatMap { $0 == "https" || $0 == "http" ? $0 : nil }
+            ?? "http"
+        let target = "\(scheme)://\(request.head.authority ?? "")\(request.uri.string)"
+        let headers = SignedRequestHeaders { name in
+            guard let field = HTTPField.Name(name) else { return nil }
+            let values = request.headers[values: field]
+            return values.isEmpty ? nil : values.joined(separator: ", ")
+        }
+        do {
+            _ = try await verifier.verify(
+                method: request.method.rawValue,
+                targetURI: target,
+                headers: headers,
+                body: body,
+                key: session.signingKey,
+                now: now
+            )
+        } catch {
+            throw APIError.auth(
+                error.problem,
+                headers: error.problem.status == 503 ? [(.retryAfter, "1")] : []
+            )
+        }
+        return SignedIn(
+            subject: session.subject,
+            sessionID: session.id,
+            keyID: session.signingKey.id
+        )
+    }
+
+    /// Opens a session for a user whose password was checked.
+    func issue(subject: String, now: Date = Date()) async throws(APIError) -> TokenResponse {
+        do {
+            return try await issuer.issue(subject: subject, now: now)
+        } catch {
+            throw APIError.auth(error.problem, headers: [(.retryAfter, "1")])
+        }
+    }
+
+    /// Exchanges a refresh token.
+    func refresh(_ token: String, now: Date = Date()) async throws(APIError) -> TokenResponse {
+        do {
+            return try await issuer.refresh(refreshToken: token, now: now)
+        } catch {
+            throw APIError.auth(
+                error.grantProblem,
+                headers: error.isTransient ? [(.retryAfter, "1")] : []
+            )
+        }
+    }
+
+    /// Revokes the session of `token` if it belongs to `subject` (RFC 7009: a client revokes
+    /// its own tokens; others are ignored like unknown ones).
+    func revoke(token: String, subject: String, now: Date = Date()) async throws {
+        guard let record = try await sessions.token(digest: TokenIssuer.digest(token)),
+            let session = try await sessions.session(id: record.sessionID),
+            session.subject == subject
+        else { return }
+        try await sessions.revoke(sessionID: session.id, at: now)
+        logger.info("session revoked", metadata: ["session": "\(session.id)"])
+    }
+
+    /// Drops expired nonces and tokens.
+    func purge(now: Date) async throws {
+        try await nonces.purge(now: Int64(now.timeIntervalSince1970))
+        try await sessions.purge(expiredBefore: now)
+    }
+}

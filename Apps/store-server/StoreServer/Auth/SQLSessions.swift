@@ -1,0 +1,162 @@
+public import Auth
+public import Foundation
+internal import SQLKit
+
+/// Auth's `SessionStore` on the server's database (`auth_sessions`, `auth_tokens`), so every
+/// instance sees the same sessions, signing keys, rotations and revocations, and they survive
+/// a restart. Each method is one statement or one transaction.
+///
+/// Signing-key secrets are stored in base64 (the verifier needs them for every request):
+/// protect the database like a credential store.
+public final class SQLSessionStore: SessionStore {
+    let database: StoreDatabase
+
+    /// A store on `database` (migrated).
+    public init(database: StoreDatabase) { self.database = database }
+
+    public func insert(session: SessionRecord, tokens: [TokenRecord]) async throws {
+        let secret = session.signingKey.withSecretBytes { Data($0).base64EncodedString() }
+        try await database.transaction { sql in
+            try await sql.raw(
+                """
+                INSERT INTO auth_sessions (id, subject, key_id, key_secret, created_at, revoked_at)
+                VALUES (\(bind: session.id), \(bind: session.subject), \(bind: session.signingKey.id), \(bind: secret),
+                        \(bind: DBTime.millis(session.createdAt)), \(bind: session.revokedAt.map(DBTime.millis)))
+                """
+            ).run()
+            try await Self.insert(tokens, on: sql)
+        }
+    }
+
+    public func insert(tokens: [TokenRecord]) async throws {
+        if tokens.count == 1 {
+            try await Self.insert(tokens, on: database.sql)
+        } else {
+            try await database.transaction { sql in try await Self.insert(tokens, on: sql) }
+        }
+    }
+
+    private static func insert(_ tokens: [TokenRecord], on sql: any SQLDatabase) async throws {
+        for token in tokens {
+            try await sql.raw(
+                """
+                INSERT INTO auth_tokens (digest, session_id, kind, expires_at, rotated_at)
+                VALUES (\(bind: token.digest), \(bind: token.sessionID), \(bind: token.kind.rawValue),
+                        \(bind: DBTime.millis(token.expiresAt)), \(bind: token.rotatedAt.map(DBTime.millis)))
+                """
+            ).run()
+        }
+    }
+
+    public func session(id: String) async throws -> SessionRecord? {
+        guard
+            let row = try await database.sql.raw(
+                "SELECT id, subject, key_id, key_secret, created_at, revoked_at FROM auth_sessions WHERE id = \(bind: id)"
+            ).first()
+        else { return nil }
+        guard let secret = Data(base64Encoded: try row.string("key_secret")) else {
+            throw StoredDataError("session \(id) has an unreadable signing key")
+        }
+        return SessionRecord(
+            id: try row.string("id"),
+            subject: try row.string("subject"),
+            signingKey: try SigningKey(id: row.string("key_id"), secret: secret),
+            createdAt: try row.instant("created_at"),
+            revokedAt: try row.optionalInt("revoked_at").map(DBTime.date)
+        )
+    }
+
+    public func token(digest: String) async throws -> TokenRecord? {
+        guard
+            let row = try await database.sql.raw(
+                "SELECT digest, session_id, kind, expires_at, rotated_at FROM auth_tokens WHERE digest = \(bind: digest)"
+            ).first()
+        else { return nil }
+        guard let kind = TokenRecord.Kind(rawValue: try row.string("kind")) else {
+            throw StoredDataError("token kind '\(try row.string("kind"))' is unknown")
+        }
+        return TokenRecord(
+            digest: try row.string("digest"),
+            sessionID: try row.string("session_id"),
+            kind: kind,
+            expiresAt: try row.instant("expires_at"),
+            rotatedAt: try row.optionalInt("rotated_at").map(DBTime.date)
+        )
+    }
+
+    public func markRotated(digest: String, at now: Date) async throws -> Date {
+        // Compare-and-set: of concurrent callers in any process, one sets the time.
+        try await database.sql.raw(
+            "UPDATE auth_tokens SET rotated_at = \(bind: DBTime.millis(now)) WHERE digest = \(bind: digest) AND rotated_at IS NULL"
+        ).run()
+        guard
+            let row = try await database.sql.raw(
+                "SELECT rotated_at FROM auth_tokens WHERE digest = \(bind: digest)"
+            ).first(),
+            let rotated = try row.optionalInt("rotated_at")
+        else {
+            throw StoredDataError("no refresh token with that digest")
+        }
+        return DBTime.date(rotated)
+    }
+
+    public func revoke(sessionID: String, at now: Date) async throws {
+        try await database.sql.raw(
+            "UPDATE auth_sessions SET revoked_at = \(bind: DBTime.millis(now)) WHERE id = \(bind: sessionID) AND revoked_at IS NULL"
+        ).run()
+    }
+
+    public func purge(expiredBefore date: Date) async throws {
+        try await database.sql.raw(
+            "DELETE FROM auth_tokens WHERE expires_at < \(bind: DBTime.millis(date))"
+        ).run()
+        try await database.sql.raw(
+            "DELETE FROM auth_sessions WHERE NOT EXISTS (SELECT 1 FROM auth_tokens t WHERE t.session_id = auth_sessions.id)"
+        ).run()
+    }
+
+    /// Revokes every open session of `subject` (password change, user removal).
+    static func revokeAll(subject: String, database: StoreDatabase, now: Date = Date()) async throws
+    {
+        try await database.sql.raw(
+            "UPDATE auth_sessions SET revoked_at = \(bind: DBTime.millis(now)) WHERE subject = \(bind: subject) AND revoked_at IS NULL"
+        ).run()
+    }
+}
+
+/// Auth's `NonceStore` on the server's database (`auth_nonces`): one replay window for every
+/// instance, kept across restarts.
+///
+/// `record` is one statement: `INSERT … ON CONFLICT (key_id, nonce) DO UPDATE … WHERE the
+/// old entry expired … RETURNING`, so of concurrent requests with one nonce, in any process,
+/// exactly one gets a row back (`recorded`). The table has no quota, so it never answers
+/// `refused`; housekeeping deletes expired entries.
+public final class SQLNonceStore: NonceStore {
+    let database: StoreDatabase
+
+    /// A store on `database` (migrated).
+    public init(database: StoreDatabase) { self.database = database }
+
+    public func record(keyID: String, nonce: String, created: Int64, expiresAt: Int64, now: Int64)
+        async throws -> NonceOutcome
+    {
+        let rows = try await database.sql.raw(
+            """
+            INSERT INTO auth_nonces (key_id, nonce, created, expires_at)
+            VALUES (\(bind: keyID), \(bind: nonce), \(bind: created), \(bind: expiresAt))
+            ON CONFLICT (key_id, nonce) DO UPDATE SET created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
+            WHERE auth_nonces.expires_at < \(bind: now)
+            RETURNING key_id
+            """
+        ).all()
+        return rows.isEmpty ? .replay : .recorded
+    }
+
+    /// Deletes entries whose window has passed.
+    func purge(now: Int64) async throws {
+        try await database.sql.raw("DELETE FROM auth_nonces WHERE expires_at < \(bind: now)").run()
+    }
+}
+
+/// The old name used by the admin commands.
+typealias SQLSessions = SQLSessionStore

@@ -1,0 +1,195 @@
+internal import Foundation
+public import Logging
+internal import SQLKit
+
+/// One versioned schema step. The SQL is written once for both databases: `{INT}` becomes
+/// `INTEGER` (SQLite) or `BIGINT` (PostgreSQL) and `{BLOB}` becomes `BLOB` or `BYTEA`.
+struct Migration: Sendable {
+    var version: Int
+    var name: String
+    var statements: [String]
+}
+
+/// The server's schema history. Append new steps; never edit a released one.
+enum Migrations {
+    static let all: [Migration] = [
+        Migration(
+            version: 1,
+            name: "stores, customers, reservations, products, users, configuration",
+            statements: [
+                """
+                CREATE TABLE stores (
+                    id TEXT PRIMARY KEY, name TEXT NOT NULL, time_zone TEXT NOT NULL,
+                    market TEXT NOT NULL, region TEXT NOT NULL)
+                """,
+                """
+                CREATE TABLE customers (
+                    id TEXT PRIMARY KEY, version {INT} NOT NULL, given_name TEXT NOT NULL,
+                    family_name TEXT NOT NULL, email TEXT, phone TEXT, note TEXT,
+                    form_values TEXT, search_text TEXT NOT NULL,
+                    created_at {INT} NOT NULL, updated_at {INT} NOT NULL)
+                """,
+                "CREATE INDEX customers_by_name ON customers (family_name, given_name, id)",
+                """
+                CREATE TABLE reservations (
+                    id TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE, version {INT} NOT NULL,
+                    status TEXT NOT NULL, starts_at {INT} NOT NULL, ends_at {INT} NOT NULL,
+                    local_date TEXT NOT NULL, store_id TEXT NOT NULL REFERENCES stores (id),
+                    customer_id TEXT NOT NULL REFERENCES customers (id),
+                    party_size {INT} NOT NULL, topic TEXT NOT NULL, notes TEXT,
+                    created_at {INT} NOT NULL, updated_at {INT} NOT NULL)
+                """,
+                "CREATE INDEX reservations_by_start ON reservations (starts_at, id)",
+                "CREATE INDEX reservations_by_date ON reservations (local_date, starts_at, id)",
+                "CREATE INDEX reservations_by_customer ON reservations (customer_id)",
+                """
+                CREATE TABLE products (
+                    gtin TEXT PRIMARY KEY, sku TEXT NOT NULL, title TEXT NOT NULL, brand TEXT,
+                    status TEXT NOT NULL, price_amount TEXT NOT NULL, price_currency TEXT NOT NULL,
+                    search_text TEXT NOT NULL, has_image {INT} NOT NULL)
+                """,
+                """
+                CREATE TABLE product_images (
+                    gtin TEXT PRIMARY KEY REFERENCES products (gtin) ON DELETE CASCADE,
+                    png {BLOB} NOT NULL, etag TEXT NOT NULL, updated_at {INT} NOT NULL)
+                """,
+                """
+                CREATE TABLE users (
+                    username TEXT PRIMARY KEY, display_name TEXT NOT NULL, home_store_id TEXT,
+                    password_hash TEXT NOT NULL, created_at {INT} NOT NULL,
+                    updated_at {INT} NOT NULL)
+                """,
+                """
+                CREATE TABLE config_state (
+                    id {INT} PRIMARY KEY, config_version TEXT NOT NULL, form_fields TEXT NOT NULL,
+                    updated_at {INT} NOT NULL)
+                """,
+                """
+                CREATE TABLE config_flags (
+                    name TEXT NOT NULL, scope TEXT NOT NULL, target TEXT NOT NULL,
+                    value TEXT NOT NULL, PRIMARY KEY (name, scope, target))
+                """,
+                """
+                CREATE TABLE config_app_versions (
+                    app TEXT PRIMARY KEY, minimum_version TEXT NOT NULL)
+                """,
+            ]
+        ),
+        Migration(
+            version: 2,
+            name: "shared state: sessions, tokens, nonces, idempotency keys, sign-in limits",
+            statements: [
+                """
+                CREATE TABLE auth_sessions (
+                    id TEXT PRIMARY KEY, subject TEXT NOT NULL, key_id TEXT NOT NULL,
+                    key_secret TEXT NOT NULL, created_at {INT} NOT NULL, revoked_at {INT})
+                """,
+                """
+                CREATE TABLE auth_tokens (
+                    digest TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL,
+                    expires_at {INT} NOT NULL, rotated_at {INT})
+                """,
+                "CREATE INDEX auth_tokens_by_session ON auth_tokens (session_id)",
+                "CREATE INDEX auth_tokens_by_expiry ON auth_tokens (expires_at)",
+                """
+                CREATE TABLE auth_nonces (
+                    key_id TEXT NOT NULL, nonce TEXT NOT NULL, created {INT} NOT NULL,
+                    expires_at {INT} NOT NULL, PRIMARY KEY (key_id, nonce))
+                """,
+                "CREATE INDEX auth_nonces_by_expiry ON auth_nonces (expires_at)",
+                """
+                CREATE TABLE idempotency_keys (
+                    subject TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+                    state TEXT NOT NULL, status {INT}, headers TEXT, body {BLOB},
+                    created_at {INT} NOT NULL, locked_until {INT} NOT NULL,
+                    PRIMARY KEY (subject, key))
+                """,
+                "CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at)",
+                """
+                CREATE TABLE signin_failures (
+                    bucket TEXT PRIMARY KEY, failures {INT} NOT NULL,
+                    window_start {INT} NOT NULL)
+                """,
+            ]
+        ),
+    ]
+
+    /// The newest schema version this server knows.
+    static var latest: Int { all.map(\.version).max() ?? 0 }
+
+    /// Applies every pending step, each in its own transaction, and returns the versions
+    /// applied. Several processes may call this at once: PostgreSQL serialises them with an
+    /// advisory lock, SQLite with its write lock; a step applied meanwhile is skipped.
+    @discardableResult
+    static func run(on database: StoreDatabase, logger: Logger) async throws -> [Int] {
+        try await database.sql.raw(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version \(unsafeRaw: database.kind == .sqlite ? "INTEGER" : "BIGINT") PRIMARY KEY,
+                name TEXT NOT NULL, applied_at \(unsafeRaw: database.kind == .sqlite ? "INTEGER" : "BIGINT") NOT NULL)
+            """
+        ).run()
+        var applied: [Int] = []
+        let current = try await currentVersion(database.sql)
+        if current > latest {
+            throw DatabaseError(
+                .schemaTooNew,
+                "database '\(database.location)' has schema version \(current), newer than this server's \(latest); run a newer store-server"
+            )
+        }
+        for migration in all where migration.version > current {
+            let didApply: Bool = try await database.transaction { sql in
+                if database.kind == .postgres {
+                    try await sql.raw("SELECT pg_advisory_xact_lock(7343002)").run()
+                }
+                guard try await currentVersion(sql) < migration.version else { return false }
+                for statement in migration.statements {
+                    let text =
+                        statement
+                        .replacingOccurrences(
+                            of: "{INT}",
+                            with: database.kind == .sqlite ? "INTEGER" : "BIGINT"
+                        )
+                        .replacingOccurrences(
+                            of: "{BLOB}",
+                            with: database.kind == .sqlite ? "BLOB" : "BYTEA"
+                        )
+                    try await sql.raw(SQLQueryString(text)).run()
+                }
+                try await sql.raw(
+                    """
+                    INSERT INTO schema_migrations (version, name, applied_at)
+                    VALUES (\(bind: migration.version), \(bind: migration.name), \(bind: DBTime.millis(Date())))
+                    """
+                ).run()
+                return true
+            }
+            if didApply {
+                applied.append(migration.version)
+                logger.info(
+                    "migration applied",
+                    metadata: ["version": "\(migration.version)", "name": "\(migration.name)"]
+                )
+            }
+        }
+        return applied
+    }
+
+    static func currentVersion(_ sql: any SQLDatabase) async throws -> Int {
+        let row = try await sql.raw("SELECT MAX(version) AS version FROM schema_migrations").first()
+        return try row.flatMap {
+            try $0.decodeNil(column: "version") ? nil : $0.decode(column: "version", as: Int.self)
+        } ?? 0
+    }
+}
+
+/// Instants as the database stores them: milliseconds since 1970 (UTC).
+enum DBTime {
+    static func millis(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+
+    static func date(_ millis: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(millis) / 1000)
+    }
+}

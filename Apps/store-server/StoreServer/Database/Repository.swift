@@ -1,0 +1,250 @@
+internal import Foundation
+internal import Models
+internal import SQLKit
+
+/// Queries for stores, customers, reservations and products.
+struct Repository: Sendable {
+    let database: StoreDatabase
+    var sql: any SQLDatabase { database.sql }
+
+    // MARK: Stores
+
+    func stores(_ page: PageRequest) async throws -> Page<Store> {
+        var query: SQLQueryString = "SELECT \(unsafeRaw: ModelRows.storeColumns) FROM stores s"
+        if let cursor = page.cursor {
+            query +=
+                " WHERE (s.name > \(bind: cursor.values[0]) OR (s.name = \(bind: cursor.values[0]) AND s.id > \(bind: cursor.values[1])))"
+        }
+        query += " ORDER BY s.name, s.id LIMIT \(literal: page.limit + 1)"
+        let rows = try await sql.raw(query).all()
+        let stores = try rows.map(ModelRows.store)
+        return paged(stores, limit: page.limit) { PageCursor([$0.name, $0.id.uuidString]) }
+    }
+
+    func store(id: UUID) async throws -> Store? {
+        try await sql.raw(
+            "SELECT \(unsafeRaw: ModelRows.storeColumns) FROM stores s WHERE s.id = \(bind: id.uuidString)"
+        ).first().map(ModelRows.store)
+    }
+
+    func insert(_ store: Store) async throws {
+        try await sql.raw(
+            """
+            INSERT INTO stores (id, name, time_zone, market, region)
+            VALUES (\(bind: store.id.uuidString), \(bind: store.name), \(bind: store.timeZone), \(bind: store.market), \(bind: store.region))
+            """
+        ).run()
+    }
+
+    // MARK: Customers
+
+    func customers(query text: String?, _ page: PageRequest) async throws -> Page<Customer> {
+        var query: SQLQueryString =
+            "SELECT \(unsafeRaw: ModelRows.customerColumns) FROM customers c WHERE 1 = 1"
+        if let text, !text.isEmpty { query += " AND " + Self.customerMatch(text) }
+        if let cursor = page.cursor {
+            query += """
+                 AND (c.family_name > \(bind: cursor.values[0]) OR (c.family_name = \(bind: cursor.values[0]) AND (c.given_name > \(bind: cursor.values[1]) OR (c.given_name = \(bind: cursor.values[1]) AND c.id > \(bind: cursor.values[2])))))
+                """
+        }
+        query += " ORDER BY c.family_name, c.given_name, c.id LIMIT \(literal: page.limit + 1)"
+        let customers = try await sql.raw(query).all().map(ModelRows.customer)
+        return paged(customers, limit: page.limit) {
+            PageCursor([$0.familyName, $0.givenName, $0.id.uuidString])
+        }
+    }
+
+    /// Name (given, family, full), e-mail or phone digits, case-blind.
+    static func customerMatch(_ text: String) -> SQLQueryString {
+        var clause: SQLQueryString =
+            "(c.search_text LIKE \(bind: SearchText.likePattern(text)) ESCAPE '\\'"
+        if let digits = SearchText.phoneDigits(text) {
+            clause += " OR c.search_text LIKE \(bind: "%#%" + digits + "%")"
+        }
+        return clause + ")"
+    }
+
+    func customer(id: UUID) async throws -> Customer? {
+        try await sql.raw(
+            "SELECT \(unsafeRaw: ModelRows.customerColumns) FROM customers c WHERE c.id = \(bind: id.uuidString)"
+        ).first().map(ModelRows.customer)
+    }
+
+    static func insert(_ customer: Customer, formValues: [String: String], on sql: any SQLDatabase)
+        async throws
+    {
+        let extra = formValues.filter {
+            !["givenName", "familyName", "email", "phone", "note"].contains($0.key)
+        }
+        let formJSON =
+            extra.isEmpty
+            ? nil : String(decoding: try JSONEncoder.shopfloor.encode(extra), as: UTF8.self)
+        let search = SearchText.customer(
+            givenName: customer.givenName,
+            familyName: customer.familyName,
+            email: customer.email?.value,
+            phone: customer.phone?.e164
+        )
+        try await sql.raw(
+            """
+            INSERT INTO customers (id, version, given_name, family_name, email, phone, note, form_values, search_text, created_at, updated_at)
+            VALUES (\(bind: customer.id.uuidString), \(bind: customer.version), \(bind: customer.givenName), \(bind: customer.familyName),
+                    \(bind: customer.email?.value), \(bind: customer.phone?.e164), \(bind: customer.note), \(bind: formJSON),
+                    \(bind: search), \(bind: DBTime.millis(customer.createdAt)), \(bind: DBTime.millis(customer.updatedAt)))
+            """
+        ).run()
+    }
+
+    // MARK: Reservations
+
+    struct ReservationFilter {
+        var text: String?
+        var date: String?
+        var statuses: [Reservation.Status] = []
+        var storeID: UUID?
+    }
+
+    func reservations(_ filter: ReservationFilter, _ page: PageRequest) async throws -> Page<
+        ReservationDetail
+    > {
+        var query = SQLQueryString(ModelRows.detailSelect) + " WHERE 1 = 1"
+        if let text = filter.text, !text.isEmpty {
+            var match: SQLQueryString = "(" + Self.customerMatch(text)
+            if let code = try? ConfirmationCode(passPayload: text) {
+                match += " OR r.code = \(bind: code.compact)"
+            }
+            query += " AND " + match + ")"
+        }
+        if let date = filter.date { query += " AND r.local_date = \(bind: date)" }
+        if !filter.statuses.isEmpty {
+            query += " AND r.status IN (\(binds: filter.statuses.map(\.rawValue)))"
+        }
+        if let storeID = filter.storeID { query += " AND r.store_id = \(bind: storeID.uuidString)" }
+        if let cursor = page.cursor {
+            guard let starts = Int64(cursor.values[0]) else {
+                throw APIError.badRequest(
+                    "query parameter 'cursor' is not a cursor this server issued"
+                )
+            }
+            query +=
+                " AND (r.starts_at > \(bind: starts) OR (r.starts_at = \(bind: starts) AND r.id > \(bind: cursor.values[1])))"
+        }
+        query += " ORDER BY r.starts_at, r.id LIMIT \(literal: page.limit + 1)"
+        let details = try await sql.raw(query).all().map(ModelRows.detail)
+        return paged(details, limit: page.limit) {
+            PageCursor([
+                String(DBTime.millis($0.reservation.startsAt)), $0.reservation.id.uuidString,
+            ])
+        }
+    }
+
+    func reservation(id: UUID) async throws -> ReservationDetail? {
+        try await sql.raw(
+            SQLQueryString(ModelRows.detailSelect) + " WHERE r.id = \(bind: id.uuidString)"
+        ).first().map(ModelRows.detail)
+    }
+
+    func reservation(code: ConfirmationCode) async throws -> ReservationDetail? {
+        try await sql.raw(
+            SQLQueryString(ModelRows.detailSelect) + " WHERE r.code = \(bind: code.compact)"
+        ).first().map(ModelRows.detail)
+    }
+
+    /// The calendar day of `instant` in `store`'s time zone, `YYYY-MM-DD`.
+    static func localDate(_ instant: Date, in store: Store) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = store.resolvedTimeZone
+        let parts = calendar.dateComponents([.year, .month, .day], from: instant)
+        return String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+    }
+
+    static func insert(_ reservation: Reservation, store: Store, now: Date, on sql: any SQLDatabase)
+        async throws
+    {
+        try await sql.raw(
+            """
+            INSERT INTO reservations (id, code, version, status, starts_at, ends_at, local_date, store_id, customer_id, party_size, topic, notes, created_at, updated_at)
+            VALUES (\(bind: reservation.id.uuidString), \(bind: reservation.confirmationCode.compact), \(bind: reservation.version),
+                    \(bind: reservation.status.rawValue), \(bind: DBTime.millis(reservation.startsAt)), \(bind: DBTime.millis(reservation.endsAt)),
+                    \(bind: localDate(reservation.startsAt, in: store)), \(bind: reservation.storeID.uuidString), \(bind: reservation.customerID.uuidString),
+                    \(bind: reservation.partySize), \(bind: reservation.topic), \(bind: reservation.notes),
+                    \(bind: DBTime.millis(now)), \(bind: DBTime.millis(now)))
+            """
+        ).run()
+    }
+
+    /// Writes `updated` if the stored version is still `expectedVersion` (compare-and-set);
+    /// returns false when another change came first.
+    func update(_ updated: Reservation, store: Store, expectedVersion: Int, now: Date) async throws
+        -> Bool
+    {
+        let rows = try await sql.raw(
+            """
+            UPDATE reservations SET version = \(bind: updated.version), status = \(bind: updated.status.rawValue),
+                starts_at = \(bind: DBTime.millis(updated.startsAt)), ends_at = \(bind: DBTime.millis(updated.endsAt)),
+                local_date = \(bind: Self.localDate(updated.startsAt, in: store)), party_size = \(bind: updated.partySize),
+                topic = \(bind: updated.topic), notes = \(bind: updated.notes), updated_at = \(bind: DBTime.millis(now))
+            WHERE id = \(bind: updated.id.uuidString) AND version = \(bind: expectedVersion)
+            RETURNING id
+            """
+        ).all()
+        return !rows.isEmpty
+    }
+
+    // MARK: Products
+
+    func products(query text: String?, _ page: PageRequest) async throws -> Page<Product> {
+        var query: SQLQueryString =
+            "SELECT \(unsafeRaw: ModelRows.productColumns) FROM products p WHERE 1 = 1"
+        if let text, !text.isEmpty {
+            query += " AND p.search_text LIKE \(bind: SearchText.likePattern(text)) ESCAPE '\\'"
+        }
+        if let cursor = page.cursor { query += " AND p.gtin > \(bind: cursor.values[0])" }
+        query += " ORDER BY p.gtin LIMIT \(literal: page.limit + 1)"
+        let products = try await sql.raw(query).all().map(ModelRows.product)
+        return paged(products, limit: page.limit) { PageCursor([$0.gtin.gtin14]) }
+    }
+
+    func product(gtin: GTIN) async throws -> Product? {
+        try await sql.raw(
+            "SELECT \(unsafeRaw: ModelRows.productColumns) FROM products p WHERE p.gtin = \(bind: gtin.gtin14)"
+        ).first().map(ModelRows.product)
+    }
+
+    struct ProductImage {
+        var png: Data
+        var etag: String
+        var updatedAt: Date
+    }
+
+    func productImage(gtin: GTIN) async throws -> ProductImage? {
+        guard
+            let row = try await sql.raw(
+                "SELECT png, etag, updated_at FROM product_images WHERE gtin = \(bind: gtin.gtin14)"
+            ).first()
+        else { return nil }
+        return ProductImage(
+            png: try row.decode(column: "png", as: Data.self),
+            etag: try row.string("etag"),
+            updatedAt: try row.instant("updated_at")
+        )
+    }
+
+    static func productSearchText(_ product: Product) -> String {
+        SearchText.fold(
+            [
+                product.title, product.brand ?? "", product.sku, product.gtin.gtin14,
+                product.gtin.description,
+            ]
+            .joined(separator: "\u{1F}")
+        )
+    }
+
+    // MARK: Paging
+
+    private func paged<T>(_ items: [T], limit: Int, cursor: (T) -> PageCursor) -> Page<T> {
+        guard items.count > limit else { return Page(items: items, nextCursor: nil) }
+        let page = Array(items.prefix(limit))
+        return Page(items: page, nextCursor: page.last.map { cursor($0).encoded })
+    }
+}

@@ -1,0 +1,316 @@
+public import Foundation
+public import Logging
+internal import NIOCore
+internal import NIOPosix
+internal import PostgresKit
+internal import SQLKit
+internal import SQLiteKit
+
+/// Where the store server keeps its data: a SQLite file (one instance) or a PostgreSQL
+/// database (one or several instances).
+public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
+    /// A SQLite database file (created with its directory when missing).
+    case sqlite(path: String)
+    /// A PostgreSQL server, `postgres://user[:password]@host[:port]/database[?sslmode=disable]`.
+    case postgres(url: String)
+
+    /// Reads `--database`: a `postgres://` or `postgresql://` URL, else a file path.
+    public init(argument: String) {
+        let lower = argument.lowercased()
+        if lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://")
+            || lower.hasPrefix("postgres+uds://") || lower.hasPrefix("postgresql+uds://")
+        {
+            self = .postgres(url: argument)
+        } else {
+            self = .sqlite(path: argument)
+        }
+    }
+
+    /// `$SHOPFLOOR_HOME/server/store.sqlite` (the suite's home: `SHOPFLOOR_HOME`, else
+    /// `$XDG_DATA_HOME/shopfloor`, else `~/.local/share/shopfloor`).
+    public static func defaultSQLite(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    )
+        -> DatabaseLocation
+    {
+        let home: String
+        if let value = environment["SHOPFLOOR_HOME"], !value.isEmpty {
+            home = value
+        } else if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty {
+            home = xdg + "/shopfloor"
+        } else {
+            home = (environment["HOME"] ?? NSHomeDirectory()) + "/.local/share/shopfloor"
+        }
+        return .sqlite(path: home + "/server/store.sqlite")
+    }
+
+    /// `sqlite` or `postgres`.
+    public var kindName: String {
+        switch self {
+        case .sqlite: return "sqlite"
+        case .postgres: return "postgres"
+        }
+    }
+
+    /// The location without a password.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): return path
+        case .postgres(let url):
+            guard var components = URLComponents(string: url) else { return "postgres://…" }
+            if components.password != nil { components.password = "***" }
+            return components.string ?? "postgres://…"
+        }
+    }
+}
+
+/// An error of the database layer, naming the database (never its password).
+public struct DatabaseError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Code: String, Sendable {
+        /// The location cannot be used (bad URL, unwritable directory).
+        case invalidLocation
+        /// The database could not be reached or refused the connection.
+        case unavailable
+        /// The schema is newer than this server (a later version migrated it).
+        case schemaTooNew
+        /// A migration failed.
+        case migrationFailed
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A message naming the database.
+    public var message: String
+    /// The underlying error.
+    public var cause: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+    }
+
+    /// The message and its cause.
+    public var description: String {
+        if let cause { return "\(message): \(String(describing: cause).prefix(300))" }
+        return message
+    }
+}
+
+/// A SQL connection pool on SQLite or PostgreSQL with the same interface, through SQLKit.
+///
+/// SQLite runs in WAL mode with a busy timeout, so readers never wait for the writer and
+/// another process (an admin command) can write while the server runs. Transactions use
+/// `BEGIN IMMEDIATE` on SQLite (the write lock up front, no upgrade deadlocks) and take a
+/// pooled connection for their whole length on both databases.
+public final class StoreDatabase: Sendable {
+    /// The kind of database.
+    public enum Kind: String, Sendable { case sqlite, postgres }
+
+    /// The kind.
+    public let kind: Kind
+    /// Where it is (printable, no password).
+    public let location: DatabaseLocation
+    let logger: Logger
+    private let poolLogger: Logger
+    private let pool: Pool
+    private let threadPool: NIOThreadPool?
+
+    // AsyncKit's pools are not marked Sendable, but are built for use from any thread: every
+    // method locks or hops to the pool's event loop.
+    private enum Pool: @unchecked Sendable {
+        case sqlite(EventLoopGroupConnectionPool<PragmaSQLiteSource>)
+        case postgres(EventLoopGroupConnectionPool<PostgresConnectionSource>)
+    }
+
+    /// Opens a pool on `location`. Nothing connects until the first query.
+    /// - Parameters:
+    ///   - maxConnections: connections per event loop (PostgreSQL); SQLite uses 2 per loop.
+    public init(location: DatabaseLocation, maxConnections: Int = 4, logger: Logger)
+        throws(DatabaseError)
+    {
+        self.location = location
+        self.logger = logger
+        // The pools log every failed connection attempt; callers report the failure themselves
+        // (with the database's name), so keep the pools quiet unless debugging.
+        var poolLogger = logger
+        if logger.logLevel > .debug { poolLogger.logLevel = .critical }
+        self.poolLogger = poolLogger
+        let group = MultiThreadedEventLoopGroup.singleton
+        switch location {
+        case .sqlite(let path):
+            kind = .sqlite
+            let url = URL(fileURLWithPath: path)
+            do {
+                try FileManager.default.createDirectory(
+                    at: url.deletingLastPathComponent(),
+                    withIntermediateDirectories: true
+                )
+            } catch {
+                throw DatabaseError(
+                    .invalidLocation,
+                    "cannot create the directory of SQLite database '\(path)'",
+                    cause: error
+                )
+            }
+            let loops = group.makeIterator().reduce(0) { count, _ in count + 1 }
+            let connectionsPerLoop = 2
+            // One thread per connection plus spares: a connection waiting for the write lock
+            // (busy timeout) holds a thread, and the lock holder must still get one.
+            let threads = NIOThreadPool(numberOfThreads: loops * connectionsPerLoop + 2)
+            threads.start()
+            threadPool = threads
+            let source = PragmaSQLiteSource(
+                base: SQLiteConnectionSource(
+                    configuration: SQLiteConfiguration(
+                        storage: .file(path: url.path),
+                        enableForeignKeys: true
+                    ),
+                    threadPool: threads
+                )
+            )
+            pool = .sqlite(
+                EventLoopGroupConnectionPool(
+                    source: source,
+                    maxConnectionsPerEventLoop: connectionsPerLoop,
+                    requestTimeout: .seconds(10),
+                    pruneInterval: nil,
+                    logger: poolLogger,
+                    on: group
+                )
+            )
+        case .postgres(let text):
+            kind = .postgres
+            threadPool = nil
+            let configuration: SQLPostgresConfiguration
+            do {
+                var url = text
+                // Loopback needs no TLS; say so unless the URL chose.
+                if !text.contains("sslmode="), !text.contains("tlsmode="),
+                    let host = URLComponents(string: text)?.host,
+                    host == "127.0.0.1" || host == "localhost" || host == "::1"
+                {
+                    url += text.contains("?") ? "&sslmode=disable" : "?sslmode=disable"
+                }
+                configuration = try SQLPostgresConfiguration(url: url)
+            } catch {
+                throw DatabaseError(
+                    .invalidLocation,
+                    "'\(location)' is not a postgres://user@host[:port]/database URL"
+                )
+            }
+            pool = .postgres(
+                EventLoopGroupConnectionPool(
+                    source: PostgresConnectionSource(sqlConfiguration: configuration),
+                    maxConnectionsPerEventLoop: max(1, maxConnections),
+                    requestTimeout: .seconds(10),
+                    pruneInterval: nil,
+                    logger: poolLogger,
+                    on: group
+                )
+            )
+        }
+    }
+
+    /// A database that takes a pooled connection per statement.
+    var sql: any SQLDatabase {
+        switch pool {
+        case .sqlite(let pool): return PooledSQLite(pool: pool, logger: poolLogger)
+        case .postgres(let pool): return pool.database(logger: poolLogger).sql(queryLogLevel: nil)
+        }
+    }
+
+    /// Runs `body` in one transaction on one connection: committed when it returns, rolled
+    /// back when it throws.
+    func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T)
+        async throws -> T
+    {
+        switch pool {
+        case .sqlite(let pool):
+            let connection = try await pool.requestConnection(logger: poolLogger).get()
+            defer { pool.releaseConnection(connection, logger: poolLogger) }
+            let database = connection.sql(queryLogLevel: nil)
+            return try await Self.run(database, begin: "BEGIN IMMEDIATE", body)
+        case .postgres(let pool):
+            let connection = try await pool.requestConnection(logger: poolLogger).get()
+            defer { pool.releaseConnection(connection, logger: poolLogger) }
+            let database = connection.sql(queryLogLevel: nil)
+            return try await Self.run(database, begin: "BEGIN", body)
+        }
+    }
+
+    private static func run<T: Sendable>(
+        _ database: any SQLDatabase,
+        begin: String,
+        _ body: @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        try await database.raw(SQLQueryString(begin)).run()
+        do {
+            let result = try await body(database)
+            try await database.raw("COMMIT").run()
+            return result
+        } catch {
+            try? await database.raw("ROLLBACK").run()
+            throw error
+        }
+    }
+
+    /// Checks that the database answers (`SELECT 1`).
+    public func ping() async -> Bool {
+        do {
+            _ = try await sql.raw("SELECT 1 AS one").first()
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Closes every connection.
+    public func shutdown() async {
+        switch pool {
+        case .sqlite(let pool): try? await pool.shutdownAsync()
+        case .postgres(let pool): try? await pool.shutdownAsync()
+        }
+        try? await threadPool?.shutdownGracefully()
+    }
+}
+
+/// Opens SQLite connections with the pragmas the server relies on.
+struct PragmaSQLiteSource: ConnectionPoolSource {
+    let base: SQLiteConnectionSource
+
+    func makeConnection(logger: Logger, on eventLoop: any EventLoop) -> EventLoopFuture<
+        SQLiteConnection
+    > {
+        base.makeConnection(logger: logger, on: eventLoop).flatMap { connection in
+            connection.query("PRAGMA busy_timeout = 10000")
+                .flatMap { _ in connection.query("PRAGMA journal_mode = WAL") }
+                .flatMap { _ in connection.query("PRAGMA synchronous = NORMAL") }
+                .map { _ in connection }
+                .flatMapError { error in
+                    connection.close().flatMapThrowing { throw error }
+                }
+        }
+    }
+}
+
+/// SQLKit over a pool of SQLite connections: each statement on whichever connection is free.
+// The pool is safe from any thread (see `StoreDatabase.Pool`).
+struct PooledSQLite: SQLDatabase, @unchecked Sendable {
+    let pool: EventLoopGroupConnectionPool<PragmaSQLiteSource>
+    let logger: Logger
+
+    var eventLoop: any EventLoop { pool.eventLoopGroup.any() }
+    var dialect: any SQLDialect { SQLiteDialect() }
+    var queryLogLevel: Logger.Level? { nil }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void)
+        -> EventLoopFuture<Void>
+    {
+        pool.withConnection(logger: logger) { connection in
+            connection.sql(queryLogLevel: nil).execute(sql: query, onRow)
+        }
+    }
+}

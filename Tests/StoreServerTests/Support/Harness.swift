@@ -1,0 +1,336 @@
+import Auth
+import Foundation
+import Logging
+import Models
+import StoreServer
+import Synchronization
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The two databases every API test runs against.
+enum DatabaseKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+    var testDescription: String { rawValue }
+}
+
+/// The low password cost the tests use (the production default is 600,000).
+let testPasswordCost = 1_000
+
+/// Fresh databases with the demo data: seeded once per kind into a template (a SQLite file,
+/// a PostgreSQL template database), then copied for each test.
+enum TestDatabases {
+    private static let templates = Mutex<[DatabaseKind: DatabaseLocation]>([:])
+    private static let seeding = SeedingGate()
+
+    static var logger: Logger {
+        var logger = Logger(label: "store-server-tests")
+        logger.logLevel = .warning
+        return logger
+    }
+
+    /// A new database of `kind`; with `demo`, holding the demo data.
+    static func make(_ kind: DatabaseKind, demo: Bool = true) async throws -> DatabaseLocation {
+        switch kind {
+        case .sqlite:
+            let directory = try temporaryDirectory("db")
+            let path = directory.appendingPathComponent("store.sqlite").path
+            if demo {
+                guard case .sqlite(let template) = try await template(kind) else { fatalError() }
+                try FileManager.default.copyItem(atPath: template, toPath: path)
+            }
+            return .sqlite(path: path)
+        case .postgres:
+            let cluster = try PostgresCluster.get()
+            if demo {
+                guard case .postgres(let template) = try await template(kind) else { fatalError() }
+                let name = String(template.split(separator: "/").last!)
+                return .postgres(url: try cluster.makeDatabase(template: name))
+            }
+            return .postgres(url: try cluster.makeDatabase())
+        }
+    }
+
+    private static func template(_ kind: DatabaseKind) async throws -> DatabaseLocation {
+        try await seeding.run {
+            if let existing = templates.withLock({ $0[kind] }) { return existing }
+            let location: DatabaseLocation
+            switch kind {
+            case .sqlite:
+                location = .sqlite(
+                    path: try temporaryDirectory("template").appendingPathComponent("store.sqlite")
+                        .path
+                )
+            case .postgres:
+                location = .postgres(url: try PostgresCluster.get().makeDatabase())
+            }
+            let database = try await prepareDatabase(
+                location,
+                demoData: true,
+                passwordIterations: testPasswordCost,
+                logger: logger
+            )
+            await database.shutdown()
+            templates.withLock { $0[kind] = location }
+            return location
+        }
+    }
+
+    static func temporaryDirectory(_ name: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "store-server-tests-\(name)-\(UUID().uuidString.prefix(8))"
+        )
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+/// Runs one body at a time (seeding a template once).
+actor SeedingGate {
+    func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        try await body()
+    }
+}
+
+extension PostgresCluster {
+    /// A new database copied from `template`.
+    func makeDatabase(template: String) throws -> String {
+        let url = try makeDatabase()
+        let name = String(url.split(separator: "/").last!)
+        try psql("DROP DATABASE \(name)")
+        try psql("CREATE DATABASE \(name) TEMPLATE \(template)")
+        return url
+    }
+
+    func psql(_ command: String) throws {
+        let (status, text) = try Spawn.run(
+            [
+                binDirectory.appendingPathComponent("psql").path, "-h", "127.0.0.1", "-p",
+                String(port), "-U", Self.user, "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-q",
+                "-c", command,
+            ]
+        )
+        guard status == 0 else { throw PostgresClusterError("psql \(command): \(text)") }
+    }
+}
+
+/// A server in this process on a fresh demo database, stopped by `stop()`.
+struct TestServer: Sendable {
+    let server: RunningStoreServer
+    let location: DatabaseLocation
+    var url: URL { server.url }
+
+    static func start(
+        _ kind: DatabaseKind,
+        demo: Bool = true,
+        location: DatabaseLocation? = nil,
+        accessTokenTTL: TimeInterval = 900,
+        port: Int = 0
+    ) async throws -> TestServer {
+        let resolved: DatabaseLocation
+        if let location {
+            resolved = location
+        } else {
+            resolved = try await TestDatabases.make(kind, demo: demo)
+        }
+        let location = resolved
+        var configuration = StoreServerConfiguration()
+        configuration.port = port
+        configuration.database = location
+        configuration.passwordIterations = testPasswordCost
+        configuration.accessTokenTTL = accessTokenTTL
+        let server = try await RunningStoreServer.start(
+            configuration: configuration,
+            logger: TestDatabases.logger
+        )
+        return TestServer(server: server, location: location)
+    }
+
+    func stop() async { await server.stop() }
+
+    /// A signed-in `AuthClient` (the demo associate) with its own token directory.
+    func client(username: String = DemoData.username, password: String = DemoData.password)
+        async throws -> SignedClient
+    {
+        try await SignedClient.signIn(url, username: username, password: password)
+    }
+}
+
+/// Auth's client, signed in, with helpers to send JSON.
+struct SignedClient: Sendable {
+    let client: AuthClient
+    let directory: URL
+
+    static func signIn(_ url: URL, username: String, password: String) async throws -> SignedClient
+    {
+        let directory = try TestDatabases.temporaryDirectory("tokens")
+        let client = AuthClient(
+            configuration: AuthClientConfiguration(
+                serverURL: url,
+                deadline: .seconds(60),
+                retry: .none
+            ),
+            store: TokenStore(directory: directory),
+            logger: Logger(label: "test-client")
+        )
+        try await client.signIn(username: username, password: password)
+        return SignedClient(client: client, directory: directory)
+    }
+
+    /// Sends a signed request.
+    func send(
+        _ method: String,
+        _ path: String,
+        json: String? = nil,
+        body: Data? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> HTTPReply {
+        var request = URLRequest(
+            url: URL(string: client.configuration.serverURL.absoluteString + path)!
+        )
+        request.httpMethod = method
+        if let json {
+            request.httpBody = Data(json.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        } else if let body {
+            request.httpBody = body
+        }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await client.send(request)
+        return HTTPReply(response: response, data: data)
+    }
+}
+
+/// An answer: status, headers, body.
+struct HTTPReply: Sendable {
+    let status: Int
+    let headers: [String: String]
+    let data: Data
+
+    init(response: HTTPURLResponse, data: Data) {
+        status = response.statusCode
+        var headers: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            if let name = name as? String, let value = value as? String {
+                headers[name.lowercased()] = value
+            }
+        }
+        self.headers = headers
+        self.data = data
+    }
+
+    func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        try JSONDecoder.shopfloor.decode(T.self, from: data)
+    }
+
+    /// The problem document (fails the test when the body is not one).
+    func problem() throws -> APIProblem {
+        #expect(header("content-type") == "application/problem+json", "content type of a \(status)")
+        return try JSONDecoder.shopfloor.decode(APIProblem.self, from: data)
+    }
+
+    var text: String { String(decoding: data, as: UTF8.self) }
+}
+
+/// Plain unsigned HTTP (public routes, raw requests).
+enum PlainHTTP {
+    static let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 30
+        return URLSession(configuration: configuration)
+    }()
+
+    static func send(
+        _ method: String,
+        _ url: URL,
+        body: Data? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> HTTPReply {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.httpBody = body
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await session.data(for: request)
+        return HTTPReply(response: response as! HTTPURLResponse, data: data)
+    }
+
+    static func form(_ url: URL, _ pairs: [(String, String)], headers: [String: String] = [:])
+        async throws -> HTTPReply
+    {
+        var all = headers
+        all["Content-Type"] = "application/x-www-form-urlencoded"
+        return try await send("POST", url, body: FormEncoding.encode(pairs), headers: all)
+    }
+}
+
+/// The built `store-server` binary, run as a child process.
+final class ServerProcess: @unchecked Sendable {
+    // `process` and the pipes are only touched by the creating test; `firstLine` is read once.
+    let process: Process
+    let url: URL
+    let stderr: Pipe
+
+    /// The test runner and the executables share the build products directory.
+    static var binary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("store-server")
+    }
+
+    /// Starts `store-server serve --port 0` on `location` and waits for its first line.
+    init(location: DatabaseLocation, port: Int = 0, quiet: Bool = true, extra: [String] = []) throws
+    {
+        let process = Process()
+        process.executableURL = Self.binary
+        let database: String
+        switch location {
+        case .sqlite(let path): database = path
+        case .postgres(let url): database = url
+        }
+        process.arguments =
+            [
+                "serve", "--port", String(port), "--database", database, "--password-cost",
+                String(testPasswordCost),
+            ] + (quiet ? ["--quiet"] : []) + extra
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        self.stderr = stderr
+        var line = Data()
+        while true {
+            let byte = stdout.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            line.append(byte)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("listening on "),
+            let url = URL(string: String(text.dropFirst("listening on ".count)))
+        else {
+            process.terminate()
+            process.waitUntilExit()
+            let errors = String(
+                decoding: stderr.fileHandleForReading.readDataToEndOfFile(),
+                as: UTF8.self
+            )
+            throw PostgresClusterError(
+                "store-server did not start: '\(text)' \(errors.suffix(600))"
+            )
+        }
+        self.url = url
+    }
+
+    /// Sends `signal` and waits for the exit status.
+    @discardableResult
+    func stop(_ signal: Int32 = SIGTERM) -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
