@@ -18,7 +18,7 @@ public struct TextReader: Sendable {
 
     /// Checks `options` (languages present, regular expressions valid) without loading a model.
     public init(
-        options: OCRScanOptions = .fast,
+        options: OCRScanOptions = .auto,
         logger: Logger = Logger(label: "shopfloor.scanner.ocr")
     )
         throws(OCRError)
@@ -75,7 +75,7 @@ public struct TextReader: Sendable {
             origin = (max(0, region.x), max(0, region.y))
         }
         guard grey.width >= 3, grey.height >= 3 else {
-            return TextResult(lines: [], matches: [], scale: 1, deskewDegrees: 0)
+            return TextResult(lines: [], matches: [], scale: 1, deskewDegrees: 0, passes: 0)
         }
         // Work on a packed copy so stride == width.
         if grey.stride != grey.width,
@@ -107,10 +107,12 @@ public struct TextReader: Sendable {
                 toOriginal = toOriginal.after(back)
             }
         }
-        // Candidate images, best guess first: deskewed (accurate, measured on the upscaled
-        // image where strokes are thick enough), then as is.
-        var candidates: [Candidate] = [Candidate(image: work, transform: toOriginal, deskew: 0)]
-        if options.level == .accurate {
+        // The image as it is, and for `accurate` and `auto` also deskewed (measured on the
+        // upscaled image, where strokes are thick enough), which is then tried first. The
+        // measure needs no recognition pass, so `auto` straightens before its first pass.
+        let plain = Candidate(image: work, transform: toOriginal, deskew: 0)
+        var candidates = [plain]
+        if options.level != .fast {
             let workMask = scale > 1 ? TextPreprocess.inkMask(work) : mask
             let angle = TextPreprocess.skewAngle(
                 mask: workMask,
@@ -131,22 +133,55 @@ public struct TextReader: Sendable {
                 "input": "\(name)", "scale": "\(scale)", "deskew": "\(candidates[0].deskew)",
             ]
         )
-
+        let matcher = try TextMatcher(validators: options.validators)
+        let level = options.level
+        // Text upscaled this much was small in the original (about 75 dpi and less for
+        // 11 pt): its characters are so few pixels that `auto` trusts a pass on it only with
+        // a higher confidence.
+        let smallText = scale >= Self.smallTextScale
+        var passes = 0
         let chosen: (Pass, Candidate) = try TesseractPool.shared.withEngine(key, input: name) {
             (engine) throws(OCRError) -> (Pass, Candidate) in
-            var best = (
-                try recognize(engine, candidates[0].image, mode: PSM_AUTO, name: name),
-                candidates[0]
-            )
-            guard options.level == .accurate, best.0.meanConfidence < 0.85 || best.0.lines.isEmpty
-            else { return best }
+            func pass(_ candidate: Candidate, _ mode: TessPageSegMode) throws(OCRError) -> Pass {
+                passes += 1
+                return try recognize(engine, candidate.image, mode: mode, name: name)
+            }
+            var best = (try pass(candidates[0], PSM_AUTO), candidates[0])
+            switch level {
+            case .fast:
+                return best
+            case .auto:
+                // The first pass, kept unless it is unsure: no text, a low confidence, a
+                // validator that matches nothing (with a stricter bar for small text). Then
+                // the accurate level's work.
+                guard
+                    Self.isUnsure(
+                        best.0,
+                        smallText: smallText,
+                        matcher: matcher,
+                        transform: candidates[0].transform
+                    )
+                else { return best }
+            case .accurate:
+                guard best.0.meanConfidence < 0.85 || best.0.lines.isEmpty else { return best }
+            }
             for candidate in candidates.dropFirst() {
-                let other = try recognize(engine, candidate.image, mode: PSM_AUTO, name: name)
+                let other = try pass(candidate, PSM_AUTO)
                 if other.score > best.0.score * 1.05 { best = (other, candidate) }
+            }
+            if level == .auto,
+                !Self.isUnsure(
+                    best.0,
+                    smallText: smallText,
+                    matcher: matcher,
+                    transform: best.1.transform
+                )
+            {
+                return best
             }
             let image = best.1
             for mode in [PSM_SINGLE_BLOCK, PSM_SPARSE_TEXT] {
-                let other = try recognize(engine, image.image, mode: mode, name: name)
+                let other = try pass(image, mode)
                 if other.score > best.0.score * 1.05 { best = (other, image) }
             }
             return best
@@ -164,10 +199,36 @@ public struct TextReader: Sendable {
             copy.box = PixelRect.union(words.map(\.box))
             return copy
         }
-        let matches =
-            options.validators.isEmpty
-            ? [] : (try TextMatcher(validators: options.validators)).matches(in: kept)
-        return TextResult(lines: kept, matches: matches, scale: scale, deskewDegrees: deskew)
+        let matches = options.validators.isEmpty ? [] : matcher.matches(in: kept)
+        return TextResult(
+            lines: kept,
+            matches: matches,
+            scale: scale,
+            deskewDegrees: deskew,
+            passes: passes
+        )
+    }
+
+    /// The upscale factor from which `auto` treats text as small (see ``read(_:name:)``).
+    static let smallTextScale = 2.5
+
+    /// Whether a pass leaves room for doubt: no text, a low mean confidence, a word read with
+    /// low confidence (both bars higher for small text), or validators that accept nothing.
+    private static func isUnsure(
+        _ pass: Pass,
+        smallText: Bool,
+        matcher: TextMatcher,
+        transform: PointTransform
+    ) -> Bool {
+        let words = pass.lines.flatMap(\.words)
+        guard !words.isEmpty else { return true }
+        if pass.meanConfidence < (smallText ? 0.9 : 0.85) { return true }
+        let wordBar = smallText ? 0.7 : 0.6
+        if words.contains(where: { $0.confidence < wordBar && $0.text.count > 1 }) { return true }
+        if !matcher.isEmpty, matcher.matches(in: pass.lines.map { mapped($0, transform) }).isEmpty {
+            return true
+        }
+        return false
     }
 
     /// A preprocessed image to recognise, with the way back to the original's coordinates.
