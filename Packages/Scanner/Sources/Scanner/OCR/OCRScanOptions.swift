@@ -9,8 +9,8 @@ import Foundation
 ///   is unsure, tries a single-block and a sparse-text segmentation and keeps the best.
 /// - ``Level/auto`` (the default): straightened like `accurate` (measuring the skew needs no
 ///   recognition pass), one pass, and the accurate level's further passes only when that pass
-///   is unsure (no text, a low confidence, a word read with low confidence, validators that
-///   accept nothing, small text held to a higher bar).
+///   is unsure (no text, a low mean confidence with a higher bar for small text, validators
+///   that accept nothing): the accurate level's error rate at about the fast level's cost.
 public struct OCRScanOptions: Sendable, Hashable, Codable {
     /// How much work to spend per image.
     public enum Level: String, Sendable, Hashable, Codable, CaseIterable {
