@@ -108,6 +108,23 @@ struct ScanTextTests {
     }
 
     @Test(
+        "Every --level reads a clear label; auto is the default in --help",
+        arguments: ["auto", "fast", "accurate"]
+    )
+    func levels(level: String) throws {
+        let dir = try ScanTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = try Self.label("Aisle 7 Shelf C\nReorder 12", in: dir, name: "shelf.png")
+        let run = try ScanTool.run(["--text", "--quiet", "--level", level, path])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == "Aisle 7 Shelf C\nReorder 12\n")
+        let help = try ScanTool.run(["--help"]).stdout.split(whereSeparator: \.isWhitespace)
+            .joined(separator: " ")
+        #expect(help.contains("auto (deskew, one pass, more passes only where unsure)"))
+        #expect(help.contains("(values: auto, fast, accurate; default: auto)"))
+    }
+
+    @Test(
         "Bad text options are usage errors (64) naming the problem",
         arguments: [
             (["--validate", "imei", "x.png"], "--validate needs --text"),

@@ -127,8 +127,16 @@ public enum Annotation {
         }
         if let font {
             let boxes = labels.map(\.anchor)
+            var placed: [PixelRect] = []
             for label in labels {
-                draw(label, on: pix, font: font, stroke: stroke, avoiding: boxes)
+                let band = draw(
+                    label,
+                    on: pix,
+                    font: font,
+                    stroke: stroke,
+                    avoiding: boxes + placed
+                )
+                if let band { placed.append(band) }
             }
         }
         return Rendered(image: pix.rgbImage(), scale: scale)
@@ -157,17 +165,20 @@ public enum Annotation {
     }
 
     /// The label above its box, or below it when there is no room above or the band would
-    /// cover another box, on a light band.
+    /// cover another box or label, on a light band; returns the band.
+    @discardableResult
     private static func draw(
         _ label: Label,
         on pix: LeptPix,
         font: Font,
         stroke: Int,
         avoiding boxes: [PixelRect]
-    ) {
+    ) -> PixelRect? {
         let text = printable(label.text)
         var textWidth: Int32 = 0
-        guard bmfGetStringWidth(font.pointer, text, &textWidth) == 0, textWidth > 0 else { return }
+        guard bmfGetStringWidth(font.pointer, text, &textWidth) == 0, textWidth > 0 else {
+            return nil
+        }
         let lineHeight = Int(font.pointer.pointee.lineheight)
         let x = max(0, min(label.anchor.x, pix.width - Int(textWidth) - 2))
         let above = label.anchor.y - stroke - lineHeight - 1
@@ -177,8 +188,11 @@ public enum Annotation {
             let band = PixelRect(x: x, y: top, width: Int(textWidth) + 4, height: lineHeight)
             return !boxes.contains { $0 != label.anchor && $0.intersects(band) }
         }
+        // Above, below, then further above or below when another label is in the way.
+        let step = lineHeight + 1
+        let tops = [above, below, above - step, below + step, above - 2 * step]
         let top =
-            [above, below].first { fits($0) && clear($0) } ?? [above, below].first(where: fits)
+            tops.first { fits($0) && clear($0) } ?? tops.first(where: fits)
             ?? max(0, label.anchor.y + stroke)
         if let band = boxCreate(Int32(x), Int32(top), textWidth + 4, Int32(lineHeight)) {
             pixBlendInRect(pix.pointer, band, 0xFFFF_FF00, 0.75)
@@ -201,6 +215,7 @@ public enum Annotation {
             &drawn,
             &overflow
         )
+        return PixelRect(x: x, y: top, width: Int(textWidth) + 4, height: lineHeight)
     }
 
     /// One leptonica bitmap font. Read-only once made.
