@@ -31,10 +31,11 @@ let package = Package(
             providers: [.apt(["libzbar-dev"])]
         ),
         // Tesseract's C API (OCR), through its own header.
-        .systemLibrary(
+        // Tesseract's C API (libtesseract-dev for its header), loaded with dlopen on first use:
+        // apps that never read text never map libtesseract and the ~40 libraries it brings.
+        .target(
             name: "CTesseract",
-            pkgConfig: "tesseract",
-            providers: [.apt(["libtesseract-dev", "libleptonica-dev", "tesseract-ocr-eng"])]
+            linkerSettings: [.linkedLibrary("dl")]
         ),
         // leptonica's image operations (scaling, blur, rotation, thresholds, drawing).
         .systemLibrary(

@@ -149,3 +149,34 @@ struct ScanTextTests {
         #expect(run.stderr.contains("/usr/share/tesseract-ocr/5/tessdata"))
     }
 }
+
+/// libtesseract is loaded on first use (CTesseract's dlopen), not when `scan` starts.
+@Suite("scan loads Tesseract only for --text")
+struct ScanLazyTesseractTests {
+    /// The loader's list of the files it maps (LD_DEBUG=files, on stderr).
+    static func mapped(_ arguments: [String]) throws -> (CommandRun, Bool) {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_DEBUG"] = "files"
+        let run = try CommandRunner.run(ScanTool.binary, arguments, environment: environment)
+        return (run, run.stderr.contains("libtesseract.so"))
+    }
+
+    @Test("--help and barcode scans never map libtesseract; --text does")
+    func lazy() throws {
+        let dir = try ScanTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let help = try Self.mapped(["--help"])
+        #expect(help.0.status == 0)
+        #expect(help.0.stderr.contains("libzbar"), "LD_DEBUG=files lists the loader's files")
+        #expect(!help.1)
+        let qr = ScanTool.corpus.appendingPathComponent("qrcode-2/1.png").path
+        let barcodes = try Self.mapped(["--quiet", qr])
+        #expect(barcodes.0.status == 0)
+        #expect(!barcodes.1)
+        let label = try ScanTextTests.label("Aisle 7", in: dir, name: "aisle.png")
+        let text = try Self.mapped(["--text", "--quiet", label])
+        #expect(text.0.status == 0)
+        #expect(text.0.stdout == "Aisle 7\n")
+        #expect(text.1)
+    }
+}

@@ -262,10 +262,14 @@ public struct TextReader: Sendable {
         name: String
     ) throws(OCRError) -> Pass {
         let h = engine.handle
-        TessBaseAPISetPageSegMode(h, mode)
-        _ = TessBaseAPISetVariable(h, "tessedit_char_whitelist", options.characterWhitelist ?? "")
+        sf_TessBaseAPISetPageSegMode(h, mode)
+        _ = sf_TessBaseAPISetVariable(
+            h,
+            "tessedit_char_whitelist",
+            options.characterWhitelist ?? ""
+        )
         image.pixels.withUnsafeBufferPointer { p in
-            TessBaseAPISetImage(
+            sf_TessBaseAPISetImage(
                 h,
                 p.baseAddress,
                 Int32(image.width),
@@ -274,17 +278,17 @@ public struct TextReader: Sendable {
                 Int32(image.stride)
             )
         }
-        TessBaseAPISetSourceResolution(h, 300)
-        guard TessBaseAPIRecognize(h, nil) == 0 else {
+        sf_TessBaseAPISetSourceResolution(h, 300)
+        guard sf_TessBaseAPIRecognize(h, nil) == 0 else {
             throw OCRError(
                 code: .engineFailed,
                 input: name,
                 message: "Tesseract could not recognise the image"
             )
         }
-        guard let iterator = TessBaseAPIGetIterator(h) else { return Pass(lines: []) }
-        defer { TessResultIteratorDelete(iterator) }
-        let page = TessResultIteratorGetPageIterator(iterator)
+        guard let iterator = sf_TessBaseAPIGetIterator(h) else { return Pass(lines: []) }
+        defer { sf_TessResultIteratorDelete(iterator) }
+        let page = sf_TessResultIteratorGetPageIterator(iterator)
         var lines: [RecognizedLine] = []
         var current: RecognizedLine?
         func box(_ level: TessPageIteratorLevel) -> PixelRect {
@@ -292,7 +296,7 @@ public struct TextReader: Sendable {
             var t: Int32 = 0
             var r: Int32 = 0
             var b: Int32 = 0
-            _ = TessPageIteratorBoundingBox(page, level, &l, &t, &r, &b)
+            _ = sf_TessPageIteratorBoundingBox(page, level, &l, &t, &r, &b)
             return PixelRect(x: Int(l), y: Int(t), width: Int(r - l), height: Int(b - t))
         }
         func finish() {
@@ -303,24 +307,25 @@ public struct TextReader: Sendable {
             current = nil
         }
         repeat {
-            if TessPageIteratorIsAtBeginningOf(page, RIL_TEXTLINE) != 0 {
+            if sf_TessPageIteratorIsAtBeginningOf(page, RIL_TEXTLINE) != 0 {
                 finish()
                 current = RecognizedLine(
                     text: "",
-                    confidence: Double(TessResultIteratorConfidence(iterator, RIL_TEXTLINE)) / 100,
+                    confidence: Double(sf_TessResultIteratorConfidence(iterator, RIL_TEXTLINE))
+                        / 100,
                     box: box(RIL_TEXTLINE),
                     words: []
                 )
             }
-            guard let cText = TessResultIteratorGetUTF8Text(iterator, RIL_WORD) else { continue }
+            guard let cText = sf_TessResultIteratorGetUTF8Text(iterator, RIL_WORD) else { continue }
             let text = String(cString: cText).trimmingCharacters(in: .whitespacesAndNewlines)
-            TessDeleteText(cText)
+            sf_TessDeleteText(cText)
             guard !text.isEmpty else { continue }
             let word = RecognizedWord(
                 text: text,
                 confidence: max(
                     0,
-                    min(1, Double(TessResultIteratorConfidence(iterator, RIL_WORD)) / 100)
+                    min(1, Double(sf_TessResultIteratorConfidence(iterator, RIL_WORD)) / 100)
                 ),
                 box: box(RIL_WORD)
             )
@@ -333,7 +338,7 @@ public struct TextReader: Sendable {
                 )
             }
             current?.words.append(word)
-        } while TessResultIteratorNext(iterator, RIL_WORD) != 0
+        } while sf_TessResultIteratorNext(iterator, RIL_WORD) != 0
         finish()
         for i in lines.indices { lines[i].confidence = max(0, min(1, lines[i].confidence)) }
         return Pass(lines: lines)
