@@ -148,9 +148,15 @@ struct ReservationsCommandTests {
         let mode = try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions]
         #expect(mode as? Int == 0o600)
 
-        let logout = try station.run(["logout"])
-        #expect(logout.status == 0)
-        #expect(logout.stderr.contains("signed out"))
+        // The session is never sent to another server.
+        let elsewhere = try station.run(["whoami", "--server", "http://127.0.0.1:9"])
+        #expect(elsewhere.status == 77)
+        #expect(elsewhere.stderr.contains("signed in to \(server.url)"))
+
+        // Signing out with --server elsewhere revokes the session where it was issued.
+        let logout = try station.run(["logout", "--server", "http://127.0.0.1:9"])
+        #expect(logout.status == 0, "\(logout.stderr)")
+        #expect(logout.stderr.contains("signed out of \(server.url)"), "\(logout.stderr)")
         #expect(!FileManager.default.fileExists(atPath: tokenFile))
         let after = try station.run(["show", "41SJ-3EQ4"])
         #expect(after.status == 77)
@@ -384,6 +390,11 @@ struct ReservationsCommandTests {
         server.stop()
         let offline = try station.run(["show", found.id.uuidString])
         #expect(offline.status == 5, "kept configuration: \(offline.stderr)")
+        // The session is never sent to another server.
+        let elsewhere = try station.run(["whoami", "--server", "http://127.0.0.1:9"])
+        #expect(elsewhere.status == 77)
+        #expect(elsewhere.stderr.contains("signed in to \(server.url)"))
+
         let logout = try station.run(["logout"])
         #expect(logout.status == 0, "\(logout.stderr)")
     }
@@ -537,5 +548,93 @@ final class BlackHole {
     func close() {
         for fd in fds { Glibc.close(fd) }
         fds = []
+    }
+}
+
+/// `reservations login` on a pseudo-terminal, as a person at a terminal runs it.
+@Suite("reservations login at a terminal", .serialized)
+struct TerminalLoginTests {
+    /// Starts `arguments` with a new pseudo-terminal as stdin, stdout and stderr.
+    static func spawnOnTerminal(_ arguments: [String], environment: [String: String]) throws
+        -> (Process, master: Int32, slave: Int32)
+    {
+        // posix_openpt and friends are not in Swift's Glibc module: the same through
+        // /dev/ptmx and its ioctls (Linux: TIOCSPTLCK = _IOW('T', 0x31, int),
+        // TIOCGPTN = _IOR('T', 0x30, unsigned int)).
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        try #require(master >= 0)
+        var unlock: Int32 = 0
+        var number: UInt32 = 0
+        try #require(ioctl(master, UInt(0x4004_5431), &unlock) == 0)
+        try #require(ioctl(master, UInt(0x8004_5430), &number) == 0)
+        let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+        try #require(slave >= 0)
+        let process = Process()
+        process.executableURL = CommandRunner.builtBinary("reservations")
+        process.arguments = arguments
+        process.environment = environment
+        let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
+        process.standardInput = handle
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return (process, master, slave)
+    }
+
+    /// Reads from the terminal until `marker` appears (or 20 s pass).
+    static func read(_ master: Int32, until marker: String) -> String {
+        var text = ""
+        let end = Date(timeIntervalSinceNow: 20)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !text.contains(marker), Date() < end {
+            var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 200) > 0 else { continue }
+            let count = Glibc.read(master, &buffer, buffer.count)
+            guard count > 0 else { break }
+            text += String(decoding: buffer[..<count], as: UTF8.self)
+        }
+        return text
+    }
+
+    @Test(
+        "The password is asked without echo, and a SIGINT at the prompt exits 130 with echo back on"
+    )
+    func passwordWithoutEcho() throws {
+        let server = try SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        let arguments = ["login", "--server", server.url, "--user", "demo"]
+
+        var (process, master, slave) = try Self.spawnOnTerminal(
+            arguments,
+            environment: station.environment
+        )
+        var prompt = Self.read(master, until: "password for demo")
+        #expect(prompt.contains("password for demo"))
+        var settings = termios()
+        tcgetattr(slave, &settings)
+        #expect(settings.c_lflag & tcflag_t(ECHO) == 0, "echo is on at the password prompt")
+        _ = "shopfloor-demo\n".withCString { Glibc.write(master, $0, 15) }
+        let rest = Self.read(master, until: "signed in as demo")
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(rest)")
+        #expect(!rest.contains("shopfloor-demo"), "the password was echoed: \(rest)")
+        tcgetattr(slave, &settings)
+        #expect(settings.c_lflag & tcflag_t(ECHO) != 0, "echo stayed off")
+        close(master)
+        close(slave)
+
+        (process, master, slave) = try Self.spawnOnTerminal(
+            arguments,
+            environment: station.environment
+        )
+        prompt = Self.read(master, until: "password for demo")
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130)
+        tcgetattr(slave, &settings)
+        #expect(settings.c_lflag & tcflag_t(ECHO) != 0, "echo stayed off after SIGINT")
+        close(master)
+        close(slave)
     }
 }

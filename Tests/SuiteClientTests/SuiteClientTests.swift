@@ -315,7 +315,10 @@ struct ConnectProbeTests {
         let elapsed = ContinuousClock.now - started
         #expect(outcome == .unreachable("no answer within 700 ms"))
         #expect(elapsed >= .milliseconds(650))
-        #expect(elapsed < .milliseconds(1_700))
+        // Without the timeout a SYN to a full queue is retried for over a minute. The margin
+        // covers a loaded machine, where the end-to-end suites of the same test process hold
+        // the cooperative threads in blocking waits for their child processes.
+        #expect(elapsed < .milliseconds(3_200))
     }
 
     @Test("A name that does not resolve is unreachable, naming the host")
@@ -367,7 +370,9 @@ struct OfflineClientTests {
             return error?.code == .offline && error?.exitCode == 6
                 && error?.message.contains("no answer within 600 ms") == true
         }
-        #expect(ContinuousClock.now - started < .milliseconds(1_600))
+        // Far below the 30 s command deadline that would end it without the connect timeout;
+        // the margin covers a loaded machine (see `silent()`).
+        #expect(ContinuousClock.now - started < .milliseconds(3_100))
     }
 
     @Test("The last good configuration answers offline, and still enforces the minimum version")
@@ -414,6 +419,24 @@ struct OfflineClientTests {
             return error?.code == .updateRequired && error?.exitCode == 5
                 && error?.message.contains("1.2.3") == true
                 && error?.message.contains("2.0.0") == true
+        }
+    }
+
+    @Test("A session is never sent to a server other than the one that issued it")
+    func sessionBoundToItsServer() async throws {
+        let root = try temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let listener = try SilentListener(fill: false)
+        let client = try client(port: listener.port, root: root)
+        try client.tokens.save(StoredCredentialsFixture.make(server: "http://127.0.0.1:1"))
+        #expect(client.isSignedIn)
+        #expect(!client.isSignedInHere)
+        await #expect {
+            _ = try await client.me()
+        } throws: { error in
+            let error = error as? SuiteClientError
+            return error?.code == .signInRequired && error?.exitCode == 77
+                && error?.message.contains("signed in to http://127.0.0.1:1") == true
         }
     }
 
