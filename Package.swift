@@ -41,7 +41,7 @@ let package = Package(
         // Process start-up before any Swift code: standard descriptors, stop signals.
         .target(name: "CStartup", path: "Apps/CStartup"),
         // Shared by every app: the entry point, stop signals, checked stdout and stderr,
-        // log lines, suite version, exit codes, common flags, the JSON list page.
+        // log lines, suite version, exit codes, common flags, JSON output.
         .target(
             name: "CommandSupport",
             dependencies: [
@@ -57,6 +57,7 @@ let package = Package(
             name: "suite-defaults",
             dependencies: [
                 "CommandSupport",
+                .product(name: "Models", package: "Models"),
                 .product(name: "SharedDefaults", package: "SharedDefaults"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
