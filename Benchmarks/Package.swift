@@ -18,6 +18,7 @@ let package = Package(
         .package(path: "../Packages/Scanner"),
         .package(path: "../Packages/SharedDefaults"),
         .package(path: "../Packages/Auth"),
+        .package(path: "../Packages/ImageCache"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
@@ -58,6 +59,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/AuthBenchmarks",
+            plugins: benchmarkPlugin
+        ),
+        // Run by compare/store-server-load.sh: a load generator that signs every request.
+        .executableTarget(
+            name: "StoreServerLoad",
+            dependencies: [.product(name: "Auth", package: "Auth")],
+            path: "Benchmarks/StoreServerLoad",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "ImageCacheBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ImageCache", package: "ImageCache"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/ImageCacheBenchmarks",
             plugins: benchmarkPlugin
         ),
         // Run by compare/shared-defaults-vs-userdefaults.sh: real processes, both stores.

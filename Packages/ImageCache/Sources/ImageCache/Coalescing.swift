@@ -129,7 +129,11 @@ final class CoalescedJob<Value: Sendable>: Sendable {
         var task: Task<Void, Never>?
 
         func notify() {
-            if raised { task?.escalatePriority(to: priority.taskPriority) }
+            if raised, let task {
+                if #available(macOS 26.0, iOS 26.0, *) {
+                    task.escalatePriority(to: priority.taskPriority)
+                }
+            }
             for observer in observers { observer(priority) }
         }
     }

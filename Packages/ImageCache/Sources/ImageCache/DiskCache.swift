@@ -176,6 +176,15 @@ public final class DiskCache: Sendable {
             removeDamaged(key, identity: identity, reason: "it is not a regular file")
             return nil
         }
+        // Never allocate for more than this cache could hold (another process may run with a
+        // larger limit: its entry is left alone, but not read).
+        guard Int(info.st_size) <= sizeLimit else {
+            logger.debug(
+                "not reading an image cache entry larger than this cache's limit",
+                metadata: ["path": "\(folder.path)/\(relative)", "bytes": "\(info.st_size)"]
+            )
+            return nil
+        }
         switch EntryFile.read(fd, size: Int(info.st_size), key: key) {
         case .entry(let metadata, let body):
             recordAccess(key)

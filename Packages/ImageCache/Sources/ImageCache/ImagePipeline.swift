@@ -126,25 +126,40 @@ public final class ImagePipeline<Image: Sendable>: Sendable {
 
     /// Loads the image for `request`.
     ///
+    /// A fresh image in memory is returned without suspending (see ``cachedResponse(for:)``).
     /// - Throws: ``ImageCacheError``: `transportFailed` (and nothing usable cached),
     ///   `httpStatus`, `notCached`, `decodingFailed`, `invalidResponse`, `cancelled`.
+    @inlinable
     public func image(for request: ImageRequest) async throws(ImageCacheError) -> ImageResponse<
         Image
     > {
-        if request.cachePolicy != .reloadIgnoringCacheData,
+        if let response = cachedResponse(for: request) { return response }
+        return try await loadImage(request)
+    }
+
+    /// The image for `request` from memory, synchronously, when the request may use it: a
+    /// fresh copy, or any copy when the request's policy accepts stale data; nil otherwise.
+    ///
+    /// Inlined into the caller, so it runs as code specialized for the app's image type.
+    @inlinable
+    public func cachedResponse(for request: ImageRequest) -> ImageResponse<Image>? {
+        guard request.cachePolicy != .reloadIgnoringCacheData,
             let cached = memoryCache.value(forKey: request.key)
-        {
-            let fresh = cached.metadata?.isFresh(at: configuration.clock()) ?? true
-            if fresh || request.cachePolicy != .useProtocolCachePolicy {
-                return ImageResponse(
-                    image: cached.image,
-                    source: .memory,
-                    isStale: !fresh,
-                    staleReason: nil,
-                    metadata: cached.metadata
-                )
-            }
-        }
+        else { return nil }
+        let fresh = cached.metadata?.isFresh(at: configuration.clock()) ?? true
+        guard fresh || request.cachePolicy != .useProtocolCachePolicy else { return nil }
+        return ImageResponse(
+            image: cached.image,
+            source: .memory,
+            isStale: !fresh,
+            staleReason: nil,
+            metadata: cached.metadata
+        )
+    }
+
+    /// The image for `request` through the coalesced jobs (disk, network, decode).
+    @usableFromInline
+    func loadImage(_ request: ImageRequest) async throws(ImageCacheError) -> ImageResponse<Image> {
         if Task.isCancelled { throw .cancelled(request.url.absoluteString) }
         let subscription = imageJobs.subscribe(
             JobKey(key: request.key, policy: request.cachePolicy),

@@ -134,6 +134,21 @@ public struct ImageResponse<Image: Sendable>: Sendable {
     public var staleReason: ImageCacheError?
     /// The HTTP caching facts of the copy, when known.
     public var metadata: HTTPCacheMetadata?
+
+    @usableFromInline
+    init(
+        image: Image,
+        source: ImageSource,
+        isStale: Bool,
+        staleReason: ImageCacheError?,
+        metadata: HTTPCacheMetadata?
+    ) {
+        self.image = image
+        self.source = source
+        self.isStale = isStale
+        self.staleReason = staleReason
+        self.metadata = metadata
+    }
 }
 
 /// Loaded bytes, as the server sent them (for saving the original file).

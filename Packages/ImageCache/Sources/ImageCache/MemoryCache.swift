@@ -1,4 +1,4 @@
-internal import Synchronization
+public import Synchronization
 
 /// A thread-safe in-memory cache with a cost limit and W-TinyLFU admission.
 ///
@@ -9,8 +9,10 @@ internal import Synchronization
 /// passes through the window without flushing the popular ones, where plain LRU would lose
 /// them all (see the README for measured hit ratios against LRU).
 ///
-/// Every operation takes one `Mutex`; a hit is a dictionary lookup on the key's precomputed
-/// hash, a few counter updates and a list move.
+/// Every operation takes one `Mutex`. The policy (lists, sketch, costs) is non-generic code;
+/// only the value slot is generic, and ``value(forKey:)`` is inlinable so that callers get a
+/// specialized hit path: a dictionary lookup on the key's precomputed hash, four counter
+/// updates and a list move.
 public final class MemoryCache<Value: Sendable>: Sendable {
     /// Counters since the cache was created.
     public struct Statistics: Sendable, Equatable {
@@ -29,9 +31,13 @@ public final class MemoryCache<Value: Sendable>: Sendable {
         public var count = 0
         /// The sum of the held entries' costs.
         public var totalCost = 0
+
+        /// No counts.
+        public init() {}
     }
 
-    private let storage: Mutex<Storage<Value>>
+    @usableFromInline
+    let storage: Mutex<MemoryStorage<Value>>
 
     /// The largest total cost the cache holds.
     public let costLimit: Int
@@ -48,88 +54,144 @@ public final class MemoryCache<Value: Sendable>: Sendable {
         self.costLimit = costLimit
         let fraction = min(max(windowFraction, 0.001), 0.5)
         storage = Mutex(
-            Storage(costLimit: costLimit, windowFraction: fraction, expectedCount: expectedCount)
+            MemoryStorage(
+                policy: AdmissionPolicy(
+                    costLimit: costLimit,
+                    windowFraction: fraction,
+                    expectedCount: expectedCount
+                )
+            )
         )
     }
 
     /// The value for `key`, recording the access; nil when it is not held.
+    @inlinable
     public func value(forKey key: CacheKey) -> Value? {
-        storage.withLock { $0.lookup(key) }
+        storage.withLock { storage in
+            guard let node = storage.policy.lookup(key) else { return nil }
+            return storage.values[Int(node)]
+        }
     }
 
     /// Whether `key` is held, without recording an access.
     public func contains(_ key: CacheKey) -> Bool {
-        storage.withLock { $0.index[key] != nil }
+        storage.withLock { $0.policy.index[key] != nil }
     }
 
     /// Stores `value` under `key` with its `cost`, evicting by the admission policy until the
     /// total is within ``costLimit``. A value costing more than the limit is not stored (and
     /// any older value for the key is removed).
     public func setValue(_ value: Value, forKey key: CacheKey, cost: Int) {
-        // Evicted values are released after the lock is dropped: their deinit may be costly.
-        let evicted = storage.withLock { $0.insert(value, key: key, cost: max(cost, 0)) }
-        _ = evicted
+        // Released after the lock is dropped: a value's deinit may be costly.
+        let released = storage.withLock { storage -> [Value] in
+            let (node, evicted) = storage.policy.insert(key, cost: max(cost, 0))
+            var released: [Value] = []
+            if let node {
+                let slot = Int(node)
+                if slot == storage.values.count {
+                    storage.values.append(value)
+                } else {
+                    if let old = storage.values[slot] { released.append(old) }
+                    storage.values[slot] = value
+                }
+            }
+            for victim in evicted {
+                if let old = storage.values[Int(victim)] { released.append(old) }
+                storage.values[Int(victim)] = nil
+            }
+            return released
+        }
+        _ = released
     }
 
     /// Removes and returns the value for `key`.
     @discardableResult
     public func removeValue(forKey key: CacheKey) -> Value? {
-        storage.withLock { $0.remove(key) }
+        storage.withLock { storage in
+            guard let node = storage.policy.remove(key) else { return nil }
+            let value = storage.values[Int(node)]
+            storage.values[Int(node)] = nil
+            return value
+        }
     }
 
     /// Removes every value (the popularity history stays).
     public func removeAll() {
         let old = storage.withLock { storage in
-            let old = storage.nodes
-            storage.clear()
+            storage.policy.clear()
+            let old = storage.values
+            storage.values = []
             return old
         }
         _ = old
     }
 
     /// The number of entries held.
-    public var count: Int { storage.withLock { $0.index.count } }
+    public var count: Int { storage.withLock { $0.policy.index.count } }
 
     /// The sum of the held entries' costs.
-    public var totalCost: Int { storage.withLock { $0.totalCost } }
+    public var totalCost: Int { storage.withLock { $0.policy.totalCost } }
 
     /// Counters since the cache was created.
     public var statistics: Statistics {
         storage.withLock { storage in
-            var statistics = storage.statistics
-            statistics.count = storage.index.count
-            statistics.totalCost = storage.totalCost
+            let policy = storage.policy
+            var statistics = Statistics()
+            statistics.hits = policy.hits
+            statistics.misses = policy.misses
+            statistics.insertions = policy.insertions
+            statistics.evictions = policy.evictions
+            statistics.rejections = policy.rejections
+            statistics.count = policy.index.count
+            statistics.totalCost = policy.totalCost
             return statistics
         }
     }
 }
 
+/// The values, by the policy's node numbers, beside the (non-generic) policy.
+@usableFromInline
+struct MemoryStorage<Value> {
+    @usableFromInline var policy: AdmissionPolicy
+    @usableFromInline var values: [Value?] = []
+
+    init(policy: AdmissionPolicy) {
+        self.policy = policy
+    }
+}
+
 /// Where a node lives.
+@usableFromInline
 enum Region: UInt8 {
     case window, probation, protected
 }
 
-/// One entry; `prev`/`next` link it into its region's list (-1 at the ends).
-struct Node<Value> {
-    var key: CacheKey
-    var value: Value?
+/// A node's place in its region's list, its cost and its region.
+@usableFromInline
+struct Link {
+    var previous: Int32 = -1
+    var next: Int32 = -1
     var cost: Int
-    var prev: Int32
-    var next: Int32
-    var region: Region
+    var region: Region = .window
 }
 
 /// The two ends of a region's list, least recently used at `head`.
+@usableFromInline
 struct ListEnds {
     var head: Int32 = -1
     var tail: Int32 = -1
     var cost = 0
 }
 
-/// The cache's state, only ever used under the `Mutex`.
-struct Storage<Value: Sendable> {
-    var index: [CacheKey: Int32] = [:]
-    var nodes: [Node<Value>] = []
+/// W-TinyLFU over node numbers: the keys, costs and links of the entries, the three
+/// regions' lists, the frequency sketch and the counters. Non-generic, so that it runs
+/// without generic metadata lookups whatever the value type.
+@usableFromInline
+struct AdmissionPolicy {
+    @usableFromInline var index: [CacheKey: Int32] = [:]
+    var keys: [CacheKey] = []
+    /// Each node's links, cost and region, together so that a move touches one cache line.
+    var links: [Link] = []
     var free: [Int32] = []
     var window = ListEnds()
     var probation = ListEnds()
@@ -138,8 +200,12 @@ struct Storage<Value: Sendable> {
     let costLimit: Int
     let windowLimit: Int
     let protectedLimit: Int
-    var totalCost = 0
-    var statistics = MemoryCache<Value>.Statistics()
+    @usableFromInline var totalCost = 0
+    var hits = 0
+    var misses = 0
+    var insertions = 0
+    var evictions = 0
+    var rejections = 0
     var random: UInt64 = 0x2545_F491_4F6C_DD1D
 
     init(costLimit: Int, windowFraction: Double, expectedCount: Int) {
@@ -161,25 +227,22 @@ struct Storage<Value: Sendable> {
 
     private mutating func unlink(_ node: Int32) {
         let slot = Int(node)
-        let prev = nodes[slot].prev
-        let next = nodes[slot].next
-        let cost = nodes[slot].cost
-        if prev >= 0 { nodes[Int(prev)].next = next }
-        if next >= 0 { nodes[Int(next)].prev = prev }
-        withList(nodes[slot].region) { list in
-            if list.head == node { list.head = next }
-            if list.tail == node { list.tail = prev }
-            list.cost -= cost
+        let link = links[slot]
+        if link.previous >= 0 { links[Int(link.previous)].next = link.next }
+        if link.next >= 0 { links[Int(link.next)].previous = link.previous }
+        withList(link.region) { list in
+            if list.head == node { list.head = link.next }
+            if list.tail == node { list.tail = link.previous }
+            list.cost -= link.cost
         }
-        nodes[slot].prev = -1
-        nodes[slot].next = -1
+        links[slot].previous = -1
+        links[slot].next = -1
     }
 
     /// Appends `node` at the most recently used end of `region`.
     private mutating func append(_ node: Int32, to region: Region) {
         let slot = Int(node)
-        nodes[slot].region = region
-        let cost = nodes[slot].cost
+        let cost = links[slot].cost
         let oldTail = withList(region) { list -> Int32 in
             let oldTail = list.tail
             list.tail = node
@@ -187,9 +250,10 @@ struct Storage<Value: Sendable> {
             list.cost += cost
             return oldTail
         }
-        nodes[slot].prev = oldTail
-        nodes[slot].next = -1
-        if oldTail >= 0 { nodes[Int(oldTail)].next = node }
+        links[slot].region = region
+        links[slot].previous = oldTail
+        links[slot].next = -1
+        if oldTail >= 0 { links[Int(oldTail)].next = node }
     }
 
     private mutating func move(_ node: Int32, to region: Region) {
@@ -199,20 +263,22 @@ struct Storage<Value: Sendable> {
 
     // MARK: Operations
 
-    mutating func lookup(_ key: CacheKey) -> Value? {
+    /// Records an access to `key`; its node when it is held.
+    @usableFromInline
+    mutating func lookup(_ key: CacheKey) -> Int32? {
         sketch.increment(key.low)
         guard let node = index[key] else {
-            statistics.misses += 1
+            misses += 1
             return nil
         }
-        statistics.hits += 1
+        hits += 1
         touch(node)
-        return nodes[Int(node)].value
+        return node
     }
 
     /// The hit rules of the segmented LRU.
     private mutating func touch(_ node: Int32) {
-        switch nodes[Int(node)].region {
+        switch links[Int(node)].region {
         case .window:
             if window.tail != node { move(node, to: .window) }
         case .probation:
@@ -225,71 +291,64 @@ struct Storage<Value: Sendable> {
         }
     }
 
-    mutating func insert(_ value: Value, key: CacheKey, cost: Int) -> [Value] {
-        statistics.insertions += 1
+    /// Stores `key` at `cost`: returns the node for its value (nil when it costs more than
+    /// the whole limit) and the nodes whose values leave.
+    mutating func insert(_ key: CacheKey, cost: Int) -> (node: Int32?, evicted: [Int32]) {
+        insertions += 1
         sketch.increment(key.low)
         if cost > costLimit {
-            if let old = remove(key) { return [old] }
-            return []
+            if let node = remove(key) { return (nil, [node]) }
+            return (nil, [])
         }
-        var evicted: [Value] = []
-        if let node = index[key] {
+        let node: Int32
+        if let existing = index[key] {
+            node = existing
             let slot = Int(node)
-            if let old = nodes[slot].value { evicted.append(old) }
-            let region = nodes[slot].region
-            let delta = cost - nodes[slot].cost
-            nodes[slot].value = value
-            nodes[slot].cost = cost
-            withList(region) { $0.cost += delta }
+            let delta = cost - links[slot].cost
+            links[slot].cost = cost
+            withList(links[slot].region) { $0.cost += delta }
             totalCost += delta
             touch(node)
         } else {
-            let node: Int32
-            let fresh = Node(
-                key: key,
-                value: value,
-                cost: cost,
-                prev: -1,
-                next: -1,
-                region: .window
-            )
             if let reused = free.popLast() {
                 node = reused
-                nodes[Int(reused)] = fresh
+                keys[Int(node)] = key
+                links[Int(node)] = Link(cost: cost)
             } else {
-                node = Int32(nodes.count)
-                nodes.append(fresh)
+                node = Int32(keys.count)
+                keys.append(key)
+                links.append(Link(cost: cost))
             }
             index[key] = node
             append(node, to: .window)
             totalCost += cost
             sketch.ensureCapacity(index.count)
         }
+        var evicted: [Int32] = []
         evict(into: &evicted)
-        return evicted
+        return (node, evicted)
     }
 
-    mutating func remove(_ key: CacheKey) -> Value? {
+    /// Forgets `key`; returns its node.
+    mutating func remove(_ key: CacheKey) -> Int32? {
         guard let node = index[key] else { return nil }
-        return discard(node)
+        discard(node)
+        return node
     }
 
-    @discardableResult
-    private mutating func discard(_ node: Int32) -> Value? {
+    private mutating func discard(_ node: Int32) {
         let slot = Int(node)
         unlink(node)
-        totalCost -= nodes[slot].cost
-        index[nodes[slot].key] = nil
-        let value = nodes[slot].value
-        nodes[slot].value = nil
-        nodes[slot].cost = 0
+        totalCost -= links[slot].cost
+        index[keys[slot]] = nil
+        links[slot].cost = 0
         free.append(node)
-        return value
     }
 
     mutating func clear() {
         index.removeAll()
-        nodes.removeAll()
+        keys.removeAll()
+        links.removeAll()
         free.removeAll()
         window = ListEnds()
         probation = ListEnds()
@@ -300,7 +359,7 @@ struct Storage<Value: Sendable> {
     /// Moves the window's overflow into probation as candidates, then evicts until the total
     /// is within the limit: each candidate against probation's least recently used entry,
     /// the less frequent of the two leaving (Caffeine's `evictFromMain`).
-    private mutating func evict(into evicted: inout [Value]) {
+    private mutating func evict(into evicted: inout [Int32]) {
         var candidate: Int32 = -1
         while window.cost > windowLimit, window.head >= 0 {
             let node = window.head
@@ -322,25 +381,26 @@ struct Storage<Value: Sendable> {
             var victim = probation.head
             if victim == candidate { victim = protected.head }
             if victim < 0 {
-                let next = nodes[Int(candidate)].next
+                let following = links[Int(candidate)].next
                 evictNode(candidate, into: &evicted)
-                candidate = next
+                candidate = following
                 continue
             }
-            if admit(candidate: nodes[Int(candidate)].key, victim: nodes[Int(victim)].key) {
+            if admit(candidate: keys[Int(candidate)], victim: keys[Int(victim)]) {
                 evictNode(victim, into: &evicted)
             } else {
-                let next = nodes[Int(candidate)].next
-                statistics.rejections += 1
+                let following = links[Int(candidate)].next
+                rejections += 1
                 evictNode(candidate, into: &evicted)
-                candidate = next
+                candidate = following
             }
         }
     }
 
-    private mutating func evictNode(_ node: Int32, into evicted: inout [Value]) {
-        statistics.evictions += 1
-        if let value = discard(node) { evicted.append(value) }
+    private mutating func evictNode(_ node: Int32, into evicted: inout [Int32]) {
+        evictions += 1
+        discard(node)
+        evicted.append(node)
     }
 
     /// TinyLFU's rule: the more frequent key wins; a warm candidate that loses is still

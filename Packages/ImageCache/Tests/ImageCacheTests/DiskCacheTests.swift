@@ -149,6 +149,15 @@ struct DiskCacheTests {
         #expect(cache.entry(forKey: CacheKey("other")) != nil)
     }
 
+    @Test("an entry larger than this instance's limit is not read, and not removed")
+    func oversizeEntry() throws {
+        let large = try open(limit: 1 << 20)
+        try large.store(bodyBytes(300_000, seed: 1), forKey: CacheKey("big"))
+        let small = try open(limit: 100_000)
+        #expect(small.entry(forKey: CacheKey("big")) == nil)
+        #expect(large.entry(forKey: CacheKey("big"))?.body.count == 300_000)
+    }
+
     @Test("a lost index is rebuilt from the folder, keeping the entries")
     func lostIndex() throws {
         let cache = try open()

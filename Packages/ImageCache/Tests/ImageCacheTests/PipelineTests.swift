@@ -313,6 +313,46 @@ struct PipelineTests {
         }
     }
 
+    @Test("a connection dropped mid-body is a failure, and nothing partial is kept")
+    func droppedConnection() async throws {
+        let url = site.add("/cut.png")
+        let full = pngImage(width: 640, height: 480)
+        site.server.setHandler { _ in
+            .cutShort(
+                .init(status: 200, headers: ["Cache-Control": "max-age=60"], body: full),
+                bytes: 10_000
+            )
+        }
+        let pipeline = try pipeline()
+        await #expect {
+            try await pipeline.image(for: ImageRequest(url: url))
+        } throws: { ($0 as? ImageCacheError)?.code == .transportFailed }
+        #expect(try pipeline.diskCache?.statistics().entryCount == 0)
+        #expect(pipeline.cachedImage(for: url) == nil)
+
+        // With a stale copy on disk, the same failure serves it, marked stale.
+        site.server.setHandler { _ in
+            .respond(
+                .init(
+                    status: 200,
+                    headers: ["Cache-Control": "max-age=60", "ETag": "\"1\""],
+                    body: full
+                )
+            )
+        }
+        _ = try await self.pipeline().image(for: ImageRequest(url: url))
+        clock.advance(by: 120)
+        site.server.setHandler { _ in
+            .cutShort(
+                .init(status: 200, headers: ["Cache-Control": "max-age=60"], body: full),
+                bytes: 10_000
+            )
+        }
+        let stale = try await self.pipeline().image(for: ImageRequest(url: url))
+        #expect(stale.isStale)
+        #expect(stale.image.byteCount == full.count)
+    }
+
     @Test("no-store responses are kept neither on disk nor in memory")
     func noStore() async throws {
         let url = site.add("/private.png", headers: ["Cache-Control": "no-store"])
@@ -417,15 +457,24 @@ struct PipelineTests {
         #expect(try await pipeline.image(for: ImageRequest(url: url)).image.width == 1)
     }
 
-    @Test("with one download slot, waiting requests start by priority")
-    func priorities() async throws {
+    /// A pipeline with one download slot, taken by a download the server holds until the
+    /// returned gate opens.
+    private func blockedPipeline() async throws -> (
+        ImagePipeline<PNGInfo>, Gate, Task<ImageResponse<PNGInfo>, any Error>
+    ) {
         let blocker = site.add("/blocker.png")
-        let low = site.add("/low.png")
-        let high = site.add("/high.png")
         let gate = site.hold("/blocker.png")
         let pipeline = try pipeline(downloads: 1)
-        let first = Task { try await pipeline.image(for: ImageRequest(url: blocker)) }
+        let blocking = Task { try await pipeline.image(for: ImageRequest(url: blocker)) }
         #expect(await site.server.waitUntil { $0.count("/blocker.png") == 1 })
+        return (pipeline, gate, blocking)
+    }
+
+    @Test("with one download slot, waiting requests start by priority")
+    func priorities() async throws {
+        let low = site.add("/low.png")
+        let high = site.add("/high.png")
+        let (pipeline, gate, first) = try await blockedPipeline()
         let lowTask = Task { try await pipeline.image(for: ImageRequest(url: low, priority: .low)) }
         // The low request is queued before the high one arrives.
         #expect(await until { pipeline.queuedDownloads == 1 })
@@ -443,13 +492,9 @@ struct PipelineTests {
 
     @Test("a queued download moves up when a more urgent requester joins it")
     func priorityRaised() async throws {
-        let blocker = site.add("/blocker.png")
         let first = site.add("/first.png")
         let second = site.add("/second.png")
-        let gate = site.hold("/blocker.png")
-        let pipeline = try pipeline(downloads: 1)
-        let blocking = Task { try await pipeline.image(for: ImageRequest(url: blocker)) }
-        #expect(await site.server.waitUntil { $0.count("/blocker.png") == 1 })
+        let (pipeline, gate, blocking) = try await blockedPipeline()
         let firstTask = Task {
             try await pipeline.image(for: ImageRequest(url: first, priority: .normal))
         }

@@ -28,6 +28,8 @@ final class TestHTTPServer: Sendable {
         /// Holds the answer until `gate` opens; a client that disconnects first is counted
         /// as an abort.
         case hold(Gate, Response)
+        /// Announces the whole body but closes the connection after `bytes` of it.
+        case cutShort(Response, bytes: Int)
     }
 
     typealias Handler = @Sendable (Request) -> Reply
@@ -180,9 +182,13 @@ final class TestHTTPServer: Sendable {
         record { $0.requests.append(request) }
         let reply = handler.withLock { $0 }(request)
         let response: Response
+        var bodyLimit: Int?
         switch reply {
         case .respond(let answer):
             response = answer
+        case .cutShort(let answer, let bytes):
+            response = answer
+            bodyLimit = bytes
         case .hold(let gate, let answer):
             guard gate.waitOrDisconnect(fd) else {
                 record { $0.aborted.append(request.path) }
@@ -199,7 +205,7 @@ final class TestHTTPServer: Sendable {
         }
         head += "\r\n"
         var bytes = Data(head.utf8)
-        bytes.append(response.body)
+        bytes.append(response.body.prefix(bodyLimit ?? response.body.count))
         let sent = bytes.withUnsafeBytes { raw -> Bool in
             var offset = 0
             while offset < raw.count {
@@ -215,7 +221,7 @@ final class TestHTTPServer: Sendable {
             return true
         }
         shutdown(fd, Int32(SHUT_WR))
-        if sent { record { $0.served.append(request.path) } }
+        if sent && bodyLimit == nil { record { $0.served.append(request.path) } }
     }
 
     private func readRequest(_ fd: Int32) -> Request? {
