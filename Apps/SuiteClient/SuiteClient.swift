@@ -791,6 +791,17 @@ public final class SuiteClient: Sendable {
             SuiteClientError(.cancelled, error.message, cause: error)
         case .tokenStore:
             SuiteClientError(.storage, error.message, cause: error)
+        case .originMismatch:
+            // Auth's own guard behind checkSession(): nothing was sent.
+            SuiteClientError(
+                .signInRequired,
+                "\(error.message) (run `\(app) login --server URL`)",
+                status: error.status,
+                cause: error
+            )
+        case .insecureTransport:
+            // The server URL is the problem: credentials need https off this machine.
+            SuiteClientError(.invalidInput, error.message, cause: error)
         case .invalidRequest:
             SuiteClientError(.invalidInput, error.message, cause: error)
         case .invalidResponse, .invalidPasswordHash:

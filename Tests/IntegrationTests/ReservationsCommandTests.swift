@@ -144,6 +144,14 @@ struct ReservationsCommandTests {
             environment: station.environment
         )
         #expect(settings.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == server.url)
+        // Another client app is signed in by the same login.
+        let catalogWhoami = try CommandRunner.run(
+            CommandRunner.builtBinary("catalog"),
+            ["whoami", "--json"],
+            environment: station.environment
+        )
+        #expect(catalogWhoami.status == 0, "\(catalogWhoami.stderr)")
+        #expect(try decode(Associate.self, catalogWhoami).username == "demo")
         let tokenFile = station.home.appendingPathComponent("shopfloor/auth-token.json").path
         let mode = try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions]
         #expect(mode as? Int == 0o600)
@@ -161,6 +169,12 @@ struct ReservationsCommandTests {
         let after = try station.run(["show", "41SJ-3EQ4"])
         #expect(after.status == 77)
         #expect(after.stderr.contains("login"))
+        let catalogAfter = try CommandRunner.run(
+            CommandRunner.builtBinary("catalog"),
+            ["whoami"],
+            environment: station.environment
+        )
+        #expect(catalogAfter.status == 77, "\(catalogAfter.stderr)")
     }
 
     @Test("Search, show by code and id, and a check-in made twice applies once")
@@ -636,5 +650,89 @@ struct TerminalLoginTests {
         #expect(settings.c_lflag & tcflag_t(ECHO) != 0, "echo stayed off after SIGINT")
         close(master)
         close(slave)
+    }
+}
+
+extension TerminalLoginTests {
+    /// Everything the program writes to the terminal until it exits.
+    static func readAll(_ master: Int32, of process: Process) -> String {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let end = Date(timeIntervalSinceNow: 30)
+        while Date() < end {
+            var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 100) > 0 {
+                let count = Glibc.read(master, &buffer, buffer.count)
+                if count > 0 {
+                    bytes += buffer[..<count]
+                    continue
+                }
+            }
+            if !process.isRunning { break }
+        }
+        process.waitUntilExit()
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test(
+        "On a terminal show and list print for people: store time, colour unless NO_COLOR is set"
+    )
+    func terminalOutput() throws {
+        let server = try SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let detail = try confirmedReservation(station, store: DemoStores.berlin.uuidString)
+        let code = detail.reservation.confirmationCode.description
+        // The expected wall-clock times, in Berlin whatever this machine's zone is.
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = try #require(TimeZone(identifier: detail.store.timeZone))
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        let start = formatter.string(from: detail.reservation.startsAt)
+        formatter.dateFormat = "HH:mm"
+        let span = "\(start)–\(formatter.string(from: detail.reservation.endsAt))"
+        let day = String(start.prefix(10))
+
+        var colour = station.environment
+        colour.removeValue(forKey: "NO_COLOR")
+        colour["TERM"] = "xterm-256color"
+        for (environment, coloured) in [(colour, true), (station.environment, false)] {
+            var (process, master, slave) = try Self.spawnOnTerminal(
+                ["show", code],
+                environment: environment
+            )
+            var text = Self.readAll(master, of: process)
+            close(master)
+            close(slave)
+            #expect(process.terminationStatus == 0, "\(text)")
+            #expect(!text.hasPrefix("{"), "JSON on a terminal: \(text)")
+            #expect(text.contains("\(span) \(detail.store.timeZone)"), "\(text)")
+            #expect(text.contains("\u{1B}[32mconfirmed\u{1B}[0m") == coloured, "\(text)")
+            #expect(text.contains("\u{1B}[") == coloured, "\(text)")
+
+            (process, master, slave) = try Self.spawnOnTerminal(
+                ["list", "--date", day, "--store", DemoStores.berlin.uuidString, "--limit", "200"],
+                environment: environment
+            )
+            text = Self.readAll(master, of: process)
+            close(master)
+            close(slave)
+            #expect(process.terminationStatus == 0, "\(text)")
+            #expect(text.contains("WHEN (store time)"), "\(text)")
+            // A terminal ends lines with "\r\n", one Character in Swift.
+            let row = text.split(whereSeparator: \.isNewline).first { $0.hasPrefix(code) }
+            #expect(row?.contains(span) == true, "no row for \(code) at \(span): \(text)")
+            #expect(text.contains("\u{1B}[") == coloured, "\(text)")
+        }
+        // Not a terminal: JSON, never colour, even without NO_COLOR.
+        let piped = try CommandRunner.run(
+            CommandRunner.builtBinary("reservations"),
+            ["show", code],
+            environment: colour
+        )
+        #expect(piped.status == 0)
+        #expect(!piped.stdout.contains("\u{1B}["))
+        #expect(try decode(ReservationDetail.self, piped).reservation.id == detail.reservation.id)
     }
 }
