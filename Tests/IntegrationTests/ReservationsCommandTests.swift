@@ -80,6 +80,10 @@ func confirmedReservation(
     return try #require(usable.first, "no confirmed reservation in the demo data")
 }
 
+enum KnownFlags {
+    static let checkIn = "checkInEnabled"
+}
+
 enum DemoStores {
     static let chicago = UUID(uuidString: "5D0F1C2A-0002-4A00-8000-000000000002")!
     static let berlin = UUID(uuidString: "5D0F1C2A-0004-4A00-8000-000000000004")!
@@ -495,6 +499,59 @@ struct ReservationsCommandTests {
         #expect(logout.status == 0)
         #expect(logout.stderr.contains("could not be told"))
         #expect(logoutSeconds < 3)
+    }
+
+    @Test(
+        "The configuration is revalidated with its ETag (304), and a change on the server applies"
+    )
+    func configurationRevalidated() throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-etag")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.stop() }
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let berlin = DemoStores.berlin.uuidString
+        /// The `config` command's flags for Berlin.
+        func flags() throws -> [String: FlagValue] {
+            let run = try station.run(["config", "--store", berlin, "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            return try decode(ClientConfigurationResponse.self, run).flags
+        }
+        /// The statuses the server logged for Berlin's configuration, once `count` are there.
+        func configStatuses(count: Int) -> [String] {
+            var statuses: [String] = []
+            let end = Date(timeIntervalSinceNow: 10)
+            repeat {
+                let log = (try? String(contentsOf: server.log, encoding: .utf8)) ?? ""
+                statuses = log.split(whereSeparator: \.isNewline)
+                    .filter { $0.contains("path: /v1/config/client,") }
+                    .compactMap { line in
+                        line.range(of: "status: ").map { String(line[$0.upperBound...].prefix(3)) }
+                    }
+                if statuses.count >= count { break }
+                Thread.sleep(forTimeInterval: 0.05)  // the server logs after it answers
+            } while Date() < end
+            return statuses
+        }
+        #expect(try flags()[KnownFlags.checkIn] == .bool(true))
+        let before = configStatuses(count: 2)
+        #expect(try flags()[KnownFlags.checkIn] == .bool(true))
+        let after = configStatuses(count: before.count + 1)
+        #expect(after.count == before.count + 1)
+        #expect(after.last == "304", "the kept copy was not revalidated: \(after)")
+
+        let set = try server.admin([
+            "config", "set-flag", KnownFlags.checkIn, "false", "--store", berlin,
+        ])
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(try flags()[KnownFlags.checkIn] == .bool(false))
+        #expect(configStatuses(count: after.count + 1).last == "200")
+        let found = try confirmedReservation(station, query: "e", store: berlin)
+        let checkIn = try station.run(["check-in", found.reservation.confirmationCode.description])
+        #expect(checkIn.status == 1)
+        #expect(checkIn.stderr.contains("check-in is turned off"), "\(checkIn.stderr)")
     }
 
     @Test("After a server restart on the same database the session and data carry on")
