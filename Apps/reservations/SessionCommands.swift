@@ -78,9 +78,11 @@ struct Logout: AsyncParsableCommand {
 
     func run() async throws {
         try await withClient(options) { client, output in
+            // Revoked where it was issued, whatever --server says.
+            let issuer = client.session?.server ?? client.server.description
             switch try await client.signOut() {
             case .notSignedIn: output.note("not signed in")
-            case .revoked: output.note("signed out of \(client.server)")
+            case .revoked: output.note("signed out of \(issuer)")
             case .localOnly(let reason):
                 output.warning(
                     "signed out here, but the server could not be told (\(reason)); the session ends there when it expires"
@@ -105,7 +107,11 @@ struct Whoami: AsyncParsableCommand {
                     "not signed in (run `reservations login`)"
                 )
             }
-            _ = try await client.clientConfiguration()
+            do {
+                _ = try await client.clientConfiguration()
+            } catch let error as SuiteClientError where error.code == .offline {
+                // Offline: the stored session is still worth showing.
+            }
             let associate: Associate
             do {
                 associate = try await client.me()
