@@ -89,10 +89,25 @@ let package = Package(
             path: "Apps/SuiteClient",
             swiftSettings: swiftSettings
         ),
+        // What the client apps (reservations, catalog) share: their server options, output,
+        // prompts and the login, logout and whoami commands, named after each app.
+        .target(
+            name: "ClientCommands",
+            dependencies: [
+                "CommandSupport",
+                "SuiteClient",
+                .product(name: "Models", package: "Models"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/ClientCommands",
+            swiftSettings: swiftSettings
+        ),
         // Scanner stays off reservations' start path: `show --from-image` runs `scan`.
         .executableTarget(
             name: "reservations",
             dependencies: [
+                "ClientCommands",
                 "CommandSupport",
                 "SuiteClient",
                 .product(name: "Models", package: "Models"),
@@ -120,6 +135,7 @@ let package = Package(
         .executableTarget(
             name: "catalog",
             dependencies: [
+                "ClientCommands",
                 "CommandSupport",
                 "SuiteClient",
                 "ProductImages",

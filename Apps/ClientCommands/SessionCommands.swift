@@ -1,30 +1,44 @@
-import ArgumentParser
+public import ArgumentParser
 import CommandSupport
 import Foundation
 import Models
 import SuiteClient
 
-struct Login: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Sign in once for every suite app (the session is kept in the suite container).",
-        discussion: """
-            Asks for the password without echo on a terminal; scripts pipe it in with \
-            --password-stdin. The server URL is stored too: later commands of every suite app \
-            use it unless --server or SHOPFLOOR_SERVER says otherwise.
+/// `APP login`: signs in once for every suite app; the session and the server URL are kept
+/// in the suite container.
+public struct Login<App: SuiteClientApp>: AsyncParsableCommand {
+    /// `login`, its help.
+    public static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "login",
+            abstract:
+                "Sign in once for every suite app (the session is kept in the suite container).",
+            discussion: """
+                Asks for the password without echo on a terminal; scripts pipe it in with \
+                --password-stdin. The server URL is stored too: later commands of every suite app \
+                use it unless --server or SHOPFLOOR_SERVER says otherwise.
 
-            Example: printf '%s' "$PASSWORD" | reservations login --user demo --password-stdin
-            """
-    )
+                Example: printf '%s' "$PASSWORD" | \(App.appName) login --user demo --password-stdin
+                """
+        )
+    }
 
+    /// `--user NAME`; asked for on a terminal when not given.
     @Option(name: .long, help: ArgumentHelp("The user name.", valueName: "name"))
-    var user: String?
+    public var user: String?
 
+    /// `--password-stdin`: the password is all of stdin (one trailing newline dropped).
     @Flag(name: .long, help: "Read the password from stdin (everything up to its end).")
-    var passwordStdin = false
+    public var passwordStdin = false
 
-    @OptionGroup var options: ClientOptions
+    /// The server and timeouts, the common flags.
+    @OptionGroup public var options: ClientOptions<App>
 
-    func run() async throws {
+    /// The command with its defaults (the argument parser fills it in).
+    public init() {}
+
+    /// Runs the command.
+    public func run() async throws {
         try await withClient(options) { client, output in
             let username: String
             if let user {
@@ -42,7 +56,7 @@ struct Login: AsyncParsableCommand {
                 guard let text = Prompt.readAllStandardInput(), !text.isEmpty else {
                     throw SuiteClientError(
                         .invalidInput,
-                        "no password on stdin (printf '%s' \"$PASSWORD\" | reservations login --user \(username) --password-stdin)"
+                        "no password on stdin (printf '%s' \"$PASSWORD\" | \(App.appName) login --user \(username) --password-stdin)"
                     )
                 }
                 password = text
@@ -68,15 +82,27 @@ struct Login: AsyncParsableCommand {
     }
 }
 
-struct Logout: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Sign every suite app out and forget the data kept for offline use.",
-        discussion: "Works offline too: the session is then removed here and expires on the server."
-    )
+/// `APP logout`: signs every suite app out (revoked on the server that issued the session)
+/// and forgets the data kept for offline use.
+public struct Logout<App: SuiteClientApp>: AsyncParsableCommand {
+    /// `logout`, its help.
+    public static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "logout",
+            abstract: "Sign every suite app out and forget the data kept for offline use.",
+            discussion:
+                "Works offline too: the session is then removed here and expires on the server."
+        )
+    }
 
-    @OptionGroup var options: ClientOptions
+    /// The server and timeouts, the common flags.
+    @OptionGroup public var options: ClientOptions<App>
 
-    func run() async throws {
+    /// The command with its defaults (the argument parser fills it in).
+    public init() {}
+
+    /// Runs the command.
+    public func run() async throws {
         try await withClient(options) { client, output in
             // Revoked where it was issued, whatever --server says.
             let issuer = client.session?.server ?? client.server.description
@@ -92,19 +118,30 @@ struct Logout: AsyncParsableCommand {
     }
 }
 
-struct Whoami: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Show who is signed in, and on which server (exit 77 when nobody is)."
-    )
+/// `APP whoami`: who is signed in, and on which server; the stored session when offline
+/// (exit 77 when nobody is signed in).
+public struct Whoami<App: SuiteClientApp>: AsyncParsableCommand {
+    /// `whoami`, its help.
+    public static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "whoami",
+            abstract: "Show who is signed in, and on which server (exit 77 when nobody is)."
+        )
+    }
 
-    @OptionGroup var options: ClientOptions
+    /// The server and timeouts, the common flags.
+    @OptionGroup public var options: ClientOptions<App>
 
-    func run() async throws {
+    /// The command with its defaults (the argument parser fills it in).
+    public init() {}
+
+    /// Runs the command.
+    public func run() async throws {
         try await withClient(options) { client, output in
             guard let session = client.session else {
                 throw SuiteClientError(
                     .signInRequired,
-                    "not signed in (run `reservations login`)"
+                    "not signed in (run `\(App.appName) login`)"
                 )
             }
             do {
