@@ -729,8 +729,15 @@ public final class SuiteClient: Sendable {
             SuiteClientError(.cancelled, error.message, cause: error)
         case .tokenStore:
             SuiteClientError(.storage, error.message, cause: error)
-        case .invalidRequest:
+        case .invalidRequest, .insecureTransport:
             SuiteClientError(.invalidInput, error.message, cause: error)
+        case .originMismatch:
+            SuiteClientError(
+                .signInRequired,
+                "sign-in required: \(error.message) (run `\(app) login`)",
+                status: error.status,
+                cause: error
+            )
         case .invalidResponse, .invalidPasswordHash:
             if error.status == 429 {
                 SuiteClientError(
