@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "suite-defaults", targets: ["suite-defaults"]),
         .executable(name: "scan", targets: ["scan"]),
         .executable(name: "store-server", targets: ["store-server"]),
+        .executable(name: "reservations", targets: ["reservations"]),
     ],
     dependencies: [
         .package(path: "Packages/Models"),
@@ -72,6 +73,32 @@ let package = Package(
             path: "Apps/scan",
             swiftSettings: swiftSettings
         ),
+        // The suite's client for store-server, shared by reservations and catalog: server URL,
+        // signed requests, client configuration, forced update, offline cache, timeouts.
+        .target(
+            name: "SuiteClient",
+            dependencies: [
+                .product(name: "Models", package: "Models"),
+                .product(name: "Auth", package: "Auth"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/SuiteClient",
+            swiftSettings: swiftSettings
+        ),
+        // Scanner stays off reservations' start path: `show --from-image` runs `scan`.
+        .executableTarget(
+            name: "reservations",
+            dependencies: [
+                "CommandSupport",
+                "SuiteClient",
+                .product(name: "Models", package: "Models"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/reservations",
+            swiftSettings: swiftSettings
+        ),
         // libpng for the demo catalogue's product images (pkg-config libpng).
         .systemLibrary(
             name: "CLibPNG",
@@ -121,6 +148,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/StoreServerTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SuiteClientTests",
+            dependencies: [
+                "SuiteClient",
+                .product(name: "Models", package: "Models"),
+                .product(name: "Auth", package: "Auth"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/SuiteClientTests",
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -10,8 +10,14 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case notFound = 3
     /// `scan`: some readable input had no symbol or no text.
     case nothingFound = 4
+    /// Update required: the server's minimum client version is above this app's.
+    case updateRequired = 5
+    /// Offline, and no cached data to answer with.
+    case offline = 6
     /// Usage error.
     case usage = 64
+    /// Sign-in required (nobody signed in, session ended, or sign-in refused).
+    case signInRequired = 77
     /// Stopped by SIGINT after a clean shutdown.
     case interrupted = 130
     /// Stopped by SIGTERM after a clean shutdown.

@@ -35,7 +35,7 @@ struct DatabaseOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "A SQLite file path or a postgres://user[:password]@host[:port]/database URL.",
+            "A SQLite file path or a postgres://user[:password]@host[:port]/database URL (default: $SHOPFLOOR_DATABASE_URL, else $SHOPFLOOR_HOME/server/store.sqlite).",
             valueName: "path|url"
         )
     )
@@ -46,8 +46,13 @@ struct DatabaseOptions: ParsableArguments {
 
     @OptionGroup var common: CommonOptions
 
+    /// `--database`, else `SHOPFLOOR_DATABASE_URL`, else the SQLite file in the suite's home.
     var location: DatabaseLocation {
-        database.map(DatabaseLocation.init(argument:)) ?? .defaultSQLite()
+        if let database { return DatabaseLocation(argument: database) }
+        if let url = ProcessInfo.processInfo.environment["SHOPFLOOR_DATABASE_URL"], !url.isEmpty {
+            return DatabaseLocation(argument: url)
+        }
+        return .defaultSQLite()
     }
 
     func validate() throws {

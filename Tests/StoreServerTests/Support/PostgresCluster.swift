@@ -185,7 +185,7 @@ enum Spawn {
         var pid: pid_t = 0
         var cArguments = argv.map { strdup($0) } + [nil]
         defer { for pointer in cArguments { free(pointer) } }
-        let spawned = posix_spawn(&pid, argv[0], &actions, nil, &cArguments, environ)
+        let spawned = posix_spawnp(&pid, argv[0], &actions, nil, &cArguments, environ)
         guard spawned == 0 else {
             throw PostgresClusterError(
                 "cannot start \(argv[0]): \(String(cString: strerror(spawned)))"

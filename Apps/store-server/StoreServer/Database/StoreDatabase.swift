@@ -114,6 +114,7 @@ public final class StoreDatabase: Sendable {
     /// Where it is (printable, no password).
     public let location: DatabaseLocation
     let logger: Logger
+    private let poolLogger: Logger
     private let pool: Pool
     private let threadPool: NIOThreadPool?
 
@@ -132,6 +133,11 @@ public final class StoreDatabase: Sendable {
     {
         self.location = location
         self.logger = logger
+        // The pools log every failed connection attempt; callers report the failure themselves
+        // (with the database's name), so keep the pools quiet unless debugging.
+        var poolLogger = logger
+        if logger.logLevel > .debug { poolLogger.logLevel = .critical }
+        self.poolLogger = poolLogger
         let group = MultiThreadedEventLoopGroup.singleton
         switch location {
         case .sqlite(let path):
@@ -171,7 +177,7 @@ public final class StoreDatabase: Sendable {
                     maxConnectionsPerEventLoop: connectionsPerLoop,
                     requestTimeout: .seconds(10),
                     pruneInterval: nil,
-                    logger: logger,
+                    logger: poolLogger,
                     on: group
                 )
             )
@@ -201,7 +207,7 @@ public final class StoreDatabase: Sendable {
                     maxConnectionsPerEventLoop: max(1, maxConnections),
                     requestTimeout: .seconds(10),
                     pruneInterval: nil,
-                    logger: logger,
+                    logger: poolLogger,
                     on: group
                 )
             )
@@ -211,8 +217,8 @@ public final class StoreDatabase: Sendable {
     /// A database that takes a pooled connection per statement.
     var sql: any SQLDatabase {
         switch pool {
-        case .sqlite(let pool): return PooledSQLite(pool: pool, logger: logger)
-        case .postgres(let pool): return pool.database(logger: logger).sql(queryLogLevel: nil)
+        case .sqlite(let pool): return PooledSQLite(pool: pool, logger: poolLogger)
+        case .postgres(let pool): return pool.database(logger: poolLogger).sql(queryLogLevel: nil)
         }
     }
 
@@ -223,13 +229,13 @@ public final class StoreDatabase: Sendable {
     {
         switch pool {
         case .sqlite(let pool):
-            let connection = try await pool.requestConnection(logger: logger).get()
-            defer { pool.releaseConnection(connection, logger: logger) }
+            let connection = try await pool.requestConnection(logger: poolLogger).get()
+            defer { pool.releaseConnection(connection, logger: poolLogger) }
             let database = connection.sql(queryLogLevel: nil)
             return try await Self.run(database, begin: "BEGIN IMMEDIATE", body)
         case .postgres(let pool):
-            let connection = try await pool.requestConnection(logger: logger).get()
-            defer { pool.releaseConnection(connection, logger: logger) }
+            let connection = try await pool.requestConnection(logger: poolLogger).get()
+            defer { pool.releaseConnection(connection, logger: poolLogger) }
             let database = connection.sql(queryLogLevel: nil)
             return try await Self.run(database, begin: "BEGIN", body)
         }

@@ -101,7 +101,7 @@ struct IdempotencyStore: Sendable {
             guard Date() < deadline else {
                 throw APIError(
                     APIProblem(
-                        type: ProblemType.idempotencyKeyReused,
+                        type: ProblemType.idempotencyKeyInUse,
                         title: "Idempotency key in use",
                         status: 409,
                         detail:

@@ -477,6 +477,9 @@ public enum ProblemType {
     public static let preconditionRequired = base + "precondition-required"
     /// 422: one `Idempotency-Key` with a different method, path or body.
     public static let idempotencyKeyReused = base + "idempotency-key-reused"
+    /// 409: the first request with this `Idempotency-Key` is still running after the wait
+    /// (30 s); retry after `Retry-After`.
+    public static let idempotencyKeyInUse = base + "idempotency-key-in-use"
     /// 403: a flag turns the action off for the store; see ``APIProblem/flag``.
     public static let featureDisabled = base + "feature-disabled"
     /// 405: the route exists but not with this method.

@@ -1,0 +1,68 @@
+import ArgumentParser
+import CommandSupport
+import Foundation
+import Models
+import SuiteClient
+
+struct Config: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the active client configuration: versions, flags and the customer form.",
+        discussion: """
+            Flags are resolved for --store (default: your home store; none: global values). \
+            Offline, the last good copy is shown and stderr says how old it is.
+
+            Example: reservations config --store 5D0F1C2A-0006-4A00-8000-000000000006
+            """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("Resolve flags for this store.", valueName: "id"))
+    var store: String?
+
+    @OptionGroup var options: ClientOptions
+
+    func validate() throws {
+        if let store, UUID(uuidString: store) == nil {
+            throw ValidationError("--store '\(store)' is not a store id (a UUID)")
+        }
+    }
+
+    func run() async throws {
+        try await withClient(options) { client, output in
+            let storeID = store.flatMap(UUID.init(uuidString:)) ?? client.homeStoreID
+            let fetched = try await client.clientConfiguration(store: storeID)
+            output.sayIfCached(fetched, what: "the configuration")
+            let response = fetched.value
+            if output.json { return try output.printJSON(response) }
+            let configuration = response.configuration
+            var text = ""
+            text += "server           \(client.server)\n"
+            text += "configVersion    \(configuration.configVersion)\n"
+            text +=
+                "minimum version  \(configuration.minimumClientVersion) (this is \(SuiteVersion.current))\n"
+            if let store = response.store {
+                text +=
+                    "store            \(store.name) (\(store.id.uuidString), \(store.timeZone))\n"
+            } else {
+                text += "store            none (global values)\n"
+            }
+            text += "\nflags:\n"
+            let width = response.flags.keys.map(\.count).max() ?? 0
+            for (name, value) in response.flags.sorted(by: { $0.key < $1.key }) {
+                text +=
+                    "  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(value)\n"
+            }
+            text += "\ncustomer form:\n"
+            let rows = configuration.customerFormFields.map { field -> [Output.Cell] in
+                var rule = field.kind.rawValue
+                if let options = field.options { rule += " (\(options.joined(separator: "/")))" }
+                if let pattern = field.pattern { rule += " matching \(pattern)" }
+                return [
+                    Output.Cell(field.name), Output.Cell(field.label),
+                    Output.Cell(field.required ? "required" : "optional"), Output.Cell(rule),
+                ]
+            }
+            text += output.table(header: ["FIELD", "LABEL", "", "KIND"], rows: rows)
+            try output.writeOut(text)
+        }
+    }
+}

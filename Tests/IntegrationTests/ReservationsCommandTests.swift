@@ -1,0 +1,541 @@
+import Foundation
+import Models
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One user's machine: a throwaway SHOPFLOOR_HOME the `reservations` processes share.
+struct Workstation {
+    let home: URL
+
+    init() throws {
+        home = try CommandRunner.temporaryDirectory(prefix: "reservations-home")
+        chmod(home.path, 0o700)
+    }
+
+    var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "SHOPFLOOR_SERVER")
+        environment.removeValue(forKey: "SHOPFLOOR_SUITE")
+        environment["SHOPFLOOR_HOME"] = home.path
+        environment["NO_COLOR"] = "1"
+        return environment
+    }
+
+    /// Runs `reservations` with this home; returns the run and its wall time in seconds.
+    @discardableResult
+    func run(_ arguments: [String], stdin: Data? = nil) throws -> CommandRun {
+        try CommandRunner.run(
+            CommandRunner.builtBinary("reservations"),
+            arguments,
+            environment: environment,
+            stdin: stdin
+        )
+    }
+
+    func timed(_ arguments: [String]) throws -> (CommandRun, Double) {
+        let start = Date()
+        let run = try self.run(arguments)
+        return (run, Date().timeIntervalSince(start))
+    }
+
+    func login(_ server: StoreServerProcess) throws {
+        let run = try self.run(
+            ["login", "--server", server.url, "--user", "demo", "--password-stdin"],
+            stdin: Data("shopfloor-demo\n".utf8)
+        )
+        #expect(run.status == 0, "login: \(run.stderr)")
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: home) }
+}
+
+func decode<T: Decodable>(_ type: T.Type, _ run: CommandRun) throws -> T {
+    do {
+        return try ModelsJSON.makeDecoder().decode(type, from: Data(run.stdout.utf8))
+    } catch {
+        Issue.record("stdout is not \(type): \(run.stdout.prefix(500)) / stderr: \(run.stderr)")
+        throw error
+    }
+}
+
+/// A confirmed reservation of the demo data at a store other than `excluding` (whose flags
+/// turn actions off), starting tomorrow or later so a check-in is the first.
+func confirmedReservation(
+    _ station: Workstation,
+    query: String = "a",
+    store: String? = nil
+) throws -> ReservationDetail {
+    var arguments = ["search", query, "--status", "confirmed", "--limit", "200", "--json"]
+    if let store { arguments += ["--store", store] }
+    let run = try station.run(arguments)
+    #expect(run.status == 0, "search: \(run.stderr)")
+    let page = try decode(Page<ReservationDetail>.self, run)
+    let usable = page.items.filter {
+        ![DemoStores.perth, DemoStores.sydney].contains($0.reservation.storeID)
+            || store != nil
+    }
+    return try #require(usable.first, "no confirmed reservation in the demo data")
+}
+
+enum DemoStores {
+    static let chicago = UUID(uuidString: "5D0F1C2A-0002-4A00-8000-000000000002")!
+    static let berlin = UUID(uuidString: "5D0F1C2A-0004-4A00-8000-000000000004")!
+    static let sydney = UUID(uuidString: "5D0F1C2A-0005-4A00-8000-000000000005")!
+    static let perth = UUID(uuidString: "5D0F1C2A-0006-4A00-8000-000000000006")!
+}
+
+/// A server shared by the tests that do not stop or reconfigure it.
+enum SharedServer {
+    static let directory: URL = {
+        try! CommandRunner.temporaryDirectory(prefix: "reservations-server")
+    }()
+    static let server: StoreServerProcess? = {
+        try? StoreServerProcess(database: directory.appendingPathComponent("store.sqlite"))
+    }()
+
+    static func get() throws -> StoreServerProcess {
+        try #require(server, "store-server could not be started (see \(directory.path))")
+    }
+}
+
+@Suite("reservations against a real store-server", .serialized)
+struct ReservationsCommandTests {
+    @Test("--help documents every command and the exit codes")
+    func help() throws {
+        let station = try Workstation()
+        defer { station.remove() }
+        let run = try station.run(["--help"])
+        #expect(run.status == 0)
+        for text in [
+            "login", "check-in", "reschedule", "show", "new", "config",
+            "5    update required", "6    offline", "77   sign-in required", "64   usage",
+        ] {
+            #expect(run.stdout.contains(text), "--help lacks \(text)")
+        }
+    }
+
+    @Test("Signing in once serves every later process, and signing out ends it for all")
+    func sessionShared() throws {
+        let server = try SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        #expect(try station.run(["whoami"]).status == 77)
+
+        let refused = try station.run(
+            ["login", "--server", server.url, "--user", "demo", "--password-stdin"],
+            stdin: Data("wrong\n".utf8)
+        )
+        #expect(refused.status == 77)
+        #expect(refused.stderr.contains("sign-in refused"))
+
+        try station.login(server)
+        // Another process, no --server: the stored URL and session are used.
+        let whoami = try station.run(["whoami", "--json"])
+        #expect(whoami.status == 0, "\(whoami.stderr)")
+        let associate = try decode(Associate.self, whoami)
+        #expect(associate.username == "demo")
+        // Another app of the suite sees the stored server URL in the shared settings.
+        let settings = try CommandRunner.run(
+            CommandRunner.builtBinary("suite-defaults"),
+            ["read", "serverURL"],
+            environment: station.environment
+        )
+        #expect(settings.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == server.url)
+        let tokenFile = station.home.appendingPathComponent("shopfloor/auth-token.json").path
+        let mode = try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions]
+        #expect(mode as? Int == 0o600)
+
+        let logout = try station.run(["logout"])
+        #expect(logout.status == 0)
+        #expect(logout.stderr.contains("signed out"))
+        #expect(!FileManager.default.fileExists(atPath: tokenFile))
+        let after = try station.run(["show", "41SJ-3EQ4"])
+        #expect(after.status == 77)
+        #expect(after.stderr.contains("login"))
+    }
+
+    @Test("Search, show by code and id, and a check-in made twice applies once")
+    func searchShowCheckIn() throws {
+        let server = try SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let found = try confirmedReservation(station, query: "e")
+        let code = found.reservation.confirmationCode.description
+
+        let byCode = try station.run([
+            "show", code.lowercased().replacingOccurrences(of: "-", with: ""), "--json",
+        ])
+        #expect(byCode.status == 0, "\(byCode.stderr)")
+        let shown = try decode(ReservationDetail.self, byCode)
+        #expect(shown == found)
+        #expect(byCode.stdout.contains("\"customer\":{"))
+        let byID = try station.run(["show", found.id.uuidString, "--json"])
+        #expect(try decode(ReservationDetail.self, byID) == found)
+
+        let first = try station.run(["check-in", code, "--json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let checkedIn = try decode(ReservationDetail.self, first)
+        #expect(checkedIn.reservation.status == .checkedIn)
+        #expect(checkedIn.reservation.version == found.reservation.version + 1)
+        #expect(first.stderr.contains("checked in \(code)"))
+
+        let second = try station.run(["check-in", code, "--json"])
+        #expect(second.status == 0)
+        #expect(second.stderr.contains("already checked in"))
+        let byIDAgain = try station.run(["check-in", found.id.uuidString, "--json"])
+        #expect(byIDAgain.status == 0)
+        #expect(byIDAgain.stderr.contains("already checked in"))
+
+        let final = try decode(ReservationDetail.self, try station.run(["show", code, "--json"]))
+        #expect(final.reservation.status == .checkedIn)
+        #expect(final.reservation.version == found.reservation.version + 1)
+
+        let missing = try station.run(["show", "0000-0000"])
+        #expect(missing.status == 3)
+        #expect(missing.stderr.contains("no reservation 0000-0000"))
+        let bad = try station.run(["show", "not-a-code"])
+        #expect(bad.status == 64)
+    }
+
+    @Test("A flag that turns check-in off for a store stops the check-in with exit 1")
+    func checkInDisabledByFlag() throws {
+        let server = try SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let perth = try confirmedReservation(
+            station,
+            query: "e",
+            store: DemoStores.perth.uuidString
+        )
+        let run = try station.run(["check-in", perth.reservation.confirmationCode.description])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("check-in is turned off for Perth Hay Street"))
+        let byID = try station.run(["check-in", perth.id.uuidString])
+        #expect(byID.status == 1)
+        #expect(byID.stderr.contains("checkInEnabled"))
+        let after = try decode(
+            ReservationDetail.self,
+            try station.run(["show", perth.id.uuidString, "--json"])
+        )
+        #expect(after.reservation.status == .confirmed)
+    }
+
+    @Test("new books with valid fields and refuses invalid ones, listing each problem")
+    func newReservation() throws {
+        let server = try SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let start = RFC3339.string(
+            from: Date(timeIntervalSinceNow: 3 * 86_400).addingTimeInterval(
+                -Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 3_600)
+            )
+        )
+        let common = [
+            "new", "--store", DemoStores.berlin.uuidString, "--start", start, "--topic",
+            "Suit fitting", "--party-size", "2",
+        ]
+        let good = try station.run(
+            common + [
+                "--field", "givenName=Zelda", "--field", "familyName=Quux", "--field",
+                "email=zelda@example.com", "--no-input", "--json",
+            ]
+        )
+        #expect(good.status == 0, "\(good.stderr)")
+        let created = try decode(ReservationDetail.self, good)
+        #expect(created.customer.familyName == "Quux")
+        #expect(created.customer.email?.value == "zelda@example.com")
+        // Berlin (market DE) has 45-minute slots.
+        #expect(created.reservation.duration == 45 * 60)
+        #expect(good.stderr.contains("booked \(created.reservation.confirmationCode)"))
+
+        let bad = try station.run(
+            common + [
+                "--field", "givenName=Yara", "--field", "email=not-an-email", "--field",
+                "shoeSize=44", "--no-input",
+            ]
+        )
+        #expect(bad.status == 64)
+        #expect(bad.stderr.contains("shoeSize"))
+        let missing = try station.run(
+            common + ["--field", "givenName=Yara", "--field", "email=not-an-email", "--no-input"]
+        )
+        #expect(missing.status == 64)
+        #expect(missing.stderr.contains("familyName: Last name is required"))
+        #expect(missing.stderr.contains("email: E-mail is not an e-mail address"))
+        let none = try station.run(["search", "Yara", "--json"])
+        #expect(try decode(Page<ReservationDetail>.self, none).items.isEmpty)
+
+        // Answers on stdin, a wrong one asked again.
+        let asked = try station.run(
+            common + ["--json"],
+            stdin: Data("Xenia\nVoss\nxenia@\nxenia@example.com\n\n\n".utf8)
+        )
+        #expect(asked.status == 0, "\(asked.stderr)")
+        #expect(asked.stderr.contains("E-mail is not an e-mail address"))
+        #expect(
+            try decode(ReservationDetail.self, asked).customer.email?.value == "xenia@example.com"
+        )
+
+        let party = try station.run(
+            common.map { $0 == "2" ? "5" : $0 } + [
+                "--field", "givenName=A", "--field", "familyName=B", "--no-input",
+            ]
+        )
+        #expect(party.status == 64)
+        #expect(party.stderr.contains("limit of 4"))
+
+        let chicago = try station.run(
+            [
+                "new", "--store", DemoStores.chicago.uuidString, "--start", start, "--topic", "x",
+                "--field", "givenName=A", "--field", "familyName=B", "--no-input",
+            ]
+        )
+        #expect(chicago.status == 1)
+        #expect(chicago.stderr.contains("new reservations are turned off"))
+    }
+
+    @Test("show --from-image finds the reservation of a pass QR made with qrencode")
+    func showFromImage() throws {
+        let server = try SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let found = try confirmedReservation(station, query: "o")
+        let code = found.reservation.confirmationCode
+        for payload in [code.passPayload, code.description] {
+            let image = station.home.appendingPathComponent("pass-\(payload.count).png")
+            let encode = try CommandRunner.run(
+                URL(fileURLWithPath: "/usr/bin/qrencode"),
+                ["-o", image.path, "-s", "6", payload]
+            )
+            #expect(encode.status == 0, "qrencode: \(encode.stderr)")
+            let run = try station.run(["show", "--from-image", image.path, "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try decode(ReservationDetail.self, run).id == found.id)
+        }
+        let other = station.home.appendingPathComponent("other.png")
+        _ = try CommandRunner.run(
+            URL(fileURLWithPath: "/usr/bin/qrencode"),
+            ["-o", other.path, "https://example.com"]
+        )
+        let wrong = try station.run(["show", "--from-image", other.path])
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.contains("no reservation code on the pass"))
+        let absent = try station.run(["show", "--from-image", "/nonexistent.png"])
+        #expect(absent.status == 1)
+    }
+
+    @Test("reschedule with a stale version is a conflict that changes nothing")
+    func rescheduleConflict() throws {
+        let server = try SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let found = try confirmedReservation(station, query: "i")
+        let code = found.reservation.confirmationCode.description
+        let newStart = RFC3339.string(from: found.reservation.startsAt.addingTimeInterval(3_600))
+        let moved = try station.run(["reschedule", code, "--start", newStart, "--json"])
+        #expect(moved.status == 0, "\(moved.stderr)")
+        let after = try decode(ReservationDetail.self, moved)
+        #expect(after.reservation.startsAt == found.reservation.startsAt.addingTimeInterval(3_600))
+        #expect(after.reservation.duration == found.reservation.duration)
+
+        let stale = try station.run(
+            [
+                "reschedule", code, "--start", RFC3339.string(from: found.reservation.startsAt),
+                "--if-version", String(found.reservation.version),
+            ]
+        )
+        #expect(stale.status == 1)
+        #expect(stale.stderr.contains("changed by someone else"))
+        #expect(stale.stderr.contains("version \(found.reservation.version)"))
+        let final = try decode(ReservationDetail.self, try station.run(["show", code, "--json"]))
+        #expect(final.reservation.startsAt == after.reservation.startsAt)
+    }
+
+    @Test("A forced update stops every command but logout with exit 5, online and offline")
+    func forcedUpdate() throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-update")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let found = try confirmedReservation(station)
+        let set = try server.admin(["config", "set-minimum-version", "reservations", "99.0.0"])
+        #expect(set.status == 0, "\(set.stderr)")
+        for arguments in [
+            ["show", found.reservation.confirmationCode.description],
+            ["list"], ["search", "a"], ["check-in", found.id.uuidString], ["config"], ["whoami"],
+        ] {
+            let run = try station.run(arguments)
+            #expect(run.status == 5, "\(arguments): \(run.stderr)")
+            #expect(run.stderr.contains("update required"))
+            #expect(run.stderr.contains("99.0.0"))
+        }
+        let unchanged = try server.admin(["config", "show"])
+        #expect(unchanged.stdout.contains("99.0.0"))
+        server.stop()
+        let offline = try station.run(["show", found.id.uuidString])
+        #expect(offline.status == 5, "kept configuration: \(offline.stderr)")
+        let logout = try station.run(["logout"])
+        #expect(logout.status == 0, "\(logout.stderr)")
+    }
+
+    @Test(
+        "Offline, reads answer from kept data with its age; without it they fail fast with exit 6"
+    )
+    func offline() throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-offline")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let listed = try station.run(
+            ["list", "--date", "today", "--store", DemoStores.berlin.uuidString, "--json"]
+        )
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let today = try decode(Page<ReservationDetail>.self, listed)
+        let one = try #require(today.items.first)
+        let other = try confirmedReservation(station, query: "u")
+        server.stop()
+
+        let (shown, seconds) = try station.timed(
+            ["show", one.reservation.confirmationCode.description, "--json"]
+        )
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(try decode(ReservationDetail.self, shown) == one)
+        #expect(shown.stderr.contains("offline"))
+        #expect(shown.stderr.contains("saved"))
+        #expect(seconds < 3)
+        let again = try station.run(
+            ["list", "--date", "today", "--store", DemoStores.berlin.uuidString, "--json"]
+        )
+        #expect(again.status == 0)
+        #expect(try decode(Page<ReservationDetail>.self, again).items == today.items)
+        let search = try station.run(["search", one.customer.familyName, "--json"])
+        #expect(search.status == 0, "\(search.stderr)")
+        #expect(try decode(Page<ReservationDetail>.self, search).items.contains { $0.id == one.id })
+        #expect(try station.run(["show", other.id.uuidString]).status == 0)
+
+        let (unknown, unknownSeconds) = try station.timed(["show", "0000-0000"])
+        #expect(unknown.status == 6)
+        #expect(unknown.stderr.contains("cannot be reached"))
+        #expect(unknownSeconds < 3)
+        let write = try station.run(["check-in", one.id.uuidString])
+        #expect(write.status == 6)
+        #expect(write.stderr.contains("not sent"))
+
+        let fresh = try Workstation()
+        defer { fresh.remove() }
+        let (never, neverSeconds) = try fresh.timed(["list", "--server", server.url])
+        #expect(never.status == 6 || never.status == 77, "\(never.stderr)")
+        #expect(neverSeconds < 3)
+    }
+
+    @Test("On a network that drops every packet, commands end within the connect timeout + 1 s")
+    func deadNetwork() throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-dead")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let found = try confirmedReservation(station)
+        let port = server.port
+        server.stop()
+        // The same address now answers no SYN: a full accept queue drops them.
+        let blackHole = try BlackHole(port: port)
+        defer { blackHole.close() }
+        let (kept, seconds) = try station.timed(["show", found.id.uuidString, "--json"])
+        #expect(kept.status == 0, "\(kept.stderr)")
+        #expect(kept.stderr.contains("no answer within 2 s"))
+        #expect(seconds >= 1.9 && seconds < 3, "took \(seconds) s")
+        let (none, noneSeconds) = try station.timed(["show", "0000-0000"])
+        #expect(none.status == 6)
+        #expect(noneSeconds < 3, "took \(noneSeconds) s")
+        let (short, shortSeconds) = try station.timed(
+            ["show", "0000-0000", "--connect-timeout", "0.5"]
+        )
+        #expect(short.status == 6)
+        #expect(shortSeconds < 1.5, "took \(shortSeconds) s")
+        let (logout, logoutSeconds) = try station.timed(["logout"])
+        #expect(logout.status == 0)
+        #expect(logout.stderr.contains("could not be told"))
+        #expect(logoutSeconds < 3)
+    }
+
+    @Test("After a server restart on the same database the session and data carry on")
+    func serverRestart() throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-restart")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("s.sqlite")
+        var server = try StoreServerProcess(database: database)
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let found = try confirmedReservation(station)
+        let port = server.port
+        server.stop()
+        server = try StoreServerProcess(database: database, port: port)
+        let shown = try station.run(["show", found.id.uuidString, "--json"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(!shown.stderr.contains("offline"))
+        let checkIn = try station.run([
+            "check-in", found.reservation.confirmationCode.description, "--json",
+        ])
+        #expect(checkIn.status == 0, "\(checkIn.stderr)")
+        #expect(try decode(ReservationDetail.self, checkIn).reservation.status == .checkedIn)
+        server.stop()
+    }
+}
+
+/// A listening socket on a given port whose accept queue is full, so connection attempts
+/// get no answer (as on a network that drops every packet).
+final class BlackHole {
+    private var fds: [Int32] = []
+
+    init(port: Int) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        try #require(bound == 0, "cannot bind port \(port)")
+        try #require(listen(listener, 0) == 0)
+        fds.append(listener)
+        for _ in 0..<4 {
+            let client = socket(
+                AF_INET,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                0
+            )
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            fds.append(client)
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+    }
+
+    func close() {
+        for fd in fds { Glibc.close(fd) }
+        fds = []
+    }
+}

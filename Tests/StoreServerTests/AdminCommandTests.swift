@@ -1,0 +1,232 @@
+import Auth
+import Foundation
+import Models
+import StoreServer
+import Testing
+
+/// The `store-server` binary's administration commands, run as an operator runs them.
+@Suite("store-server administration commands", .serialized)
+struct AdminCommandTests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(_ arguments: [String], stdin: String? = nil) throws -> Run {
+        let process = Process()
+        process.executableURL = ServerProcess.binary
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus,
+            stdout: String(decoding: out, as: UTF8.self),
+            stderr: String(decoding: err, as: UTF8.self)
+        )
+    }
+
+    static func database(_ location: DatabaseLocation) -> [String] {
+        switch location {
+        case .sqlite(let path):
+            return ["--database", path, "--password-cost", String(testPasswordCost)]
+        case .postgres(let url):
+            return ["--database", url, "--password-cost", String(testPasswordCost)]
+        }
+    }
+
+    @Test(
+        "migrate and seed --demo on an empty database; a second seed changes nothing",
+        arguments: DatabaseKind.allCases
+    )
+    func migrateAndSeed(kind: DatabaseKind) async throws {
+        let db = Self.database(try await TestDatabases.make(kind, demo: false))
+        let migrate = try Self.run(["migrate"] + db)
+        #expect(migrate.status == 0, "\(migrate.stderr)")
+        let seed = try Self.run(["seed", "--demo"] + db)
+        #expect(seed.status == 0, "\(seed.stderr)")
+        #expect(
+            seed.stdout
+                == "loaded 6 stores, 200 customers, 1000 reservations, 500 products, user demo\n"
+        )
+        let again = try Self.run(["seed", "--demo"] + db)
+        #expect(again.status == 0)
+        #expect(again.stderr.hasPrefix("warning: "))
+        #expect(try Self.run(["seed"] + db).status == 64)
+    }
+
+    @Test(
+        "user add, list, passwd and remove read passwords from stdin and use the documented exit codes",
+        arguments: DatabaseKind.allCases
+    )
+    func users(kind: DatabaseKind) async throws {
+        let location = try await TestDatabases.make(kind)
+        let db = Self.database(location)
+        let added = try Self.run(
+            [
+                "user", "add", "ana", "--display-name", "Ana Weber", "--home-store",
+                berlin.uuidString,
+            ] + db,
+            stdin: "first secret\n"
+        )
+        #expect(added.status == 0, "\(added.stderr)")
+        let duplicate = try Self.run(["user", "add", "ana"] + db, stdin: "another secret")
+        #expect(duplicate.status == 1)
+        #expect(duplicate.stderr == "error: user ana already exists\n")
+        let badName = try Self.run(["user", "add", "ana weber"] + db, stdin: "some secret")
+        #expect(badName.status == 1 && badName.stderr.contains("ana weber"))
+        let noPassword = try Self.run(["user", "add", "ben"] + db, stdin: "")
+        #expect(
+            noPassword.status == 64 && noPassword.stderr.hasPrefix("error: no password on stdin")
+        )
+        let short = try Self.run(["user", "add", "ben"] + db, stdin: "short")
+        #expect(short.status == 1 && short.stderr.contains("8 to 1024"))
+        let list = try Self.run(["user", "list", "--json"] + db)
+        let page = try JSONDecoder.shopfloor.decode(
+            Page<Associate>.self,
+            from: Data(list.stdout.utf8)
+        )
+        #expect(page.items.map(\.username) == ["ana", "demo"])
+        #expect(
+            page.items[0]
+                == (try Associate(username: "ana", displayName: "Ana Weber", homeStoreID: berlin))
+        )
+        #expect(!list.stdout.contains("pbkdf2"))
+
+        let server = try await TestServer.start(kind, location: location)
+        do {
+            _ = try await SignedClient.signIn(server.url, username: "ana", password: "first secret")
+            let passwd = try Self.run(["user", "passwd", "ana"] + db, stdin: "second secret\n")
+            #expect(passwd.status == 0, "\(passwd.stderr)")
+            await #expect(throws: (any Error).self) {
+                try await SignedClient.signIn(server.url, username: "ana", password: "first secret")
+            }
+            let again = try await SignedClient.signIn(
+                server.url,
+                username: "ana",
+                password: "second secret"
+            )
+            #expect(try await again.send("GET", "/v1/me").status == 200)
+            let removed = try Self.run(["user", "remove", "ana"] + db)
+            #expect(removed.status == 0)
+            do {
+                _ = try await again.send("GET", "/v1/me")
+                Issue.record("a removed user's session still works")
+            } catch {
+                #expect(
+                    (error as? AuthError)?.code == .signInRequired,
+                    "removing a user ends their sessions: \(error)"
+                )
+            }
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+        let missing = try Self.run(["user", "remove", "ana"] + db)
+        #expect(missing.status == 3)
+        #expect(missing.stderr == "error: user ana does not exist\n")
+    }
+
+    @Test(
+        "config show, set-flag, set-minimum-version and import bump configVersion and refuse bad input",
+        arguments: [DatabaseKind.sqlite]
+    )
+    func config(kind: DatabaseKind) async throws {
+        let db = Self.database(try await TestDatabases.make(kind))
+        func show() throws -> [String: Any] {
+            let run = try Self.run(["config", "show"] + db)
+            #expect(run.status == 0)
+            return try #require(
+                try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+            )
+        }
+        let before = try #require(show()["configVersion"] as? String)
+        let set = try Self.run(
+            ["config", "set-flag", "checkInEnabled", "false", "--market", "DE"] + db
+        )
+        #expect(set.status == 0, "\(set.stderr)")
+        let shown = try show()
+        let after = try #require(shown["configVersion"] as? String)
+        #expect(try SemanticVersion(parsing: after) > SemanticVersion(parsing: before))
+        let flags = try #require(shown["featureFlags"] as? [String: Any])
+        let checkIn = try #require(flags["checkInEnabled"] as? [String: Any])
+        #expect((checkIn["markets"] as? [String: Bool])?["DE"] == false)
+
+        let wrongType = try Self.run(["config", "set-flag", "maxPartySize", "big"] + db)
+        #expect(wrongType.status == 1 && wrongType.stderr.contains("maxPartySize"))
+        let newFlagScoped = try Self.run(
+            ["config", "set-flag", "newThing", "true", "--store", berlin.uuidString] + db
+        )
+        #expect(newFlagScoped.status == 1 && newFlagScoped.stderr.contains("newThing"))
+        let twoScopes = try Self.run(
+            ["config", "set-flag", "checkInEnabled", "true", "--market", "DE", "--region", "DE-BE"]
+                + db
+        )
+        #expect(twoScopes.status == 64)
+        let unknownStore = try Self.run(
+            ["config", "set-flag", "checkInEnabled", "true", "--store", UUID().uuidString] + db
+        )
+        #expect(unknownStore.status == 1 && unknownStore.stderr.contains("does not exist"))
+
+        #expect(
+            try Self.run(["config", "set-minimum-version", "catalog", "2.0.0"] + db).status == 0
+        )
+        #expect(
+            try Self.run(["config", "set-minimum-version", "catalog", "two"] + db).status == 64
+        )
+        #expect(((try show()["minimumClientVersions"]) as? [String: String])?["catalog"] == "2.0.0")
+
+        let directory = try TestDatabases.temporaryDirectory("config")
+        let file = directory.appendingPathComponent("config.json")
+        try Data("{\"configVersion\": \"9.0.0\", \"minimumClientVersion\": \"1.0\"}".utf8).write(
+            to: file
+        )
+        let invalid = try Self.run(["config", "import", file.path] + db)
+        #expect(invalid.status == 1)
+        #expect(
+            invalid.stderr.contains(file.path) && invalid.stderr.contains("minimumClientVersion")
+        )
+        #expect(
+            try Self.run(
+                ["config", "import", directory.appendingPathComponent("none.json").path] + db
+            ).status == 1
+        )
+        let exported = try Self.run(["config", "show"] + db).stdout
+        var object = try #require(
+            try JSONSerialization.jsonObject(with: Data(exported.utf8)) as? [String: Any]
+        )
+        object["configVersion"] = "9.0.0"
+        try JSONSerialization.data(withJSONObject: object).write(to: file)
+        let imported = try Self.run(["config", "import", file.path] + db)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let reimported = try show()
+        #expect(reimported["configVersion"] as? String == "9.0.0")
+        #expect(((reimported["minimumClientVersions"]) as? [String: String])?["catalog"] == "2.0.0")
+    }
+
+    @Test("unusable databases and options end with an error naming them")
+    func badInput() async throws {
+        let directory = try TestDatabases.temporaryDirectory("corrupt")
+        let corrupt = directory.appendingPathComponent("store.sqlite")
+        try Data(repeating: 0x42, count: 4096).write(to: corrupt)
+        let run = try Self.run(["migrate", "--database", corrupt.path])
+        #expect(run.status == 1)
+        #expect(run.stderr.hasPrefix("error: ") && run.stderr.contains(corrupt.path))
+        let badURL = try Self.run(["migrate", "--database", "postgres://"])
+        #expect(badURL.status == 1 && badURL.stderr.contains("postgres://"))
+        #expect(try Self.run(["serve", "--port", "70000"]).status == 64)
+        #expect(try Self.run(["serve", "--access-token-ttl", "0"]).status == 64)
+        #expect(try Self.run(["--version"]).stdout == "0.1.0\n")
+    }
+}
