@@ -166,6 +166,83 @@ struct MultiInstanceTests {
     }
 }
 
+/// The server process's lifecycle and logs.
+@Suite("store-server process lifecycle and logs", .serialized)
+struct LifecycleTests {
+    @Test("SIGTERM lets a request in flight finish before the process exits 143")
+    func drainsInFlight() async throws {
+        let location = try await TestDatabases.make(.sqlite)
+        let server = try ServerProcess(location: location)
+        let port = Int32(server.url.port!)
+        // A sign-in whose body is only half sent: the handler is waiting for the rest.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        #expect(connected == 0)
+        let form = "grant_type=password&username=demo&password=\(DemoData.password)"
+        let head =
+            "POST /v1/auth/token HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n\r\n"
+        let firstPart = head + form.prefix(10)
+        _ = firstPart.withCString { write(fd, $0, strlen($0)) }
+        // Another request answered on another connection: the server has read the first one's head.
+        #expect(
+            try await PlainHTTP.send("GET", server.url.appendingPathComponent("health")).status
+                == 200
+        )
+        kill(server.process.processIdentifier, SIGTERM)
+        let rest = String(form.dropFirst(10))
+        _ = rest.withCString { write(fd, $0, strlen($0)) }
+        var response = [UInt8](repeating: 0, count: 4096)
+        let count = read(fd, &response, response.count)
+        let text = String(decoding: response.prefix(max(0, count)), as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 200"), "\(text)")
+        #expect(text.contains("access_token"))
+        #expect(server.stop() == 143)
+    }
+
+    @Test("logs name requests by id and never carry a password, token, signing key or signature")
+    func logsWithoutSecrets() async throws {
+        let location = try await TestDatabases.make(.sqlite)
+        let server = try ServerProcess(location: location, quiet: false)
+        let client = try await SignedClient.signIn(
+            server.url,
+            username: DemoData.username,
+            password: DemoData.password
+        )
+        _ = try await client.send("GET", "/v1/me", headers: ["X-Request-ID": "log-check-1"])
+        _ = try await PlainHTTP.form(
+            server.url.appendingPathComponent("v1/auth/token"),
+            [
+                ("grant_type", "password"), ("username", DemoData.username),
+                ("password", "wrong-password-42"),
+            ]
+        )
+        let credentials = try #require(try TokenStore(directory: client.directory).load())
+        #expect(server.stop() == 143)
+        let log = String(
+            decoding: server.stderr.fileHandleForReading.readDataToEndOfFile(),
+            as: UTF8.self
+        )
+        #expect(log.contains("request_id=log-check-1"))
+        #expect(log.contains("path=/v1/me"))
+        for secret in [
+            DemoData.password, "wrong-password-42", credentials.accessToken,
+            credentials.refreshToken,
+            credentials.signingKey, "sig1=:",
+        ] {
+            #expect(!log.contains(secret), "the log holds a secret")
+        }
+    }
+}
+
 /// Auth's client against the real server: what it signs is checked, refreshed once.
 @Suite("Auth's client end to end against store-server", .serialized)
 struct EndToEndTests {

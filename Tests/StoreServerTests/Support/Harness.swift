@@ -281,7 +281,8 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// Starts `store-server serve --port 0` on `location` and waits for its first line.
-    init(location: DatabaseLocation, port: Int = 0, extra: [String] = []) throws {
+    init(location: DatabaseLocation, port: Int = 0, quiet: Bool = true, extra: [String] = []) throws
+    {
         let process = Process()
         process.executableURL = Self.binary
         let database: String
@@ -291,9 +292,9 @@ final class ServerProcess: @unchecked Sendable {
         }
         process.arguments =
             [
-                "serve", "--port", "0", "--database", database, "--password-cost",
-                String(testPasswordCost), "--quiet",
-            ] + extra
+                "serve", "--port", String(port), "--database", database, "--password-cost",
+                String(testPasswordCost),
+            ] + (quiet ? ["--quiet"] : []) + extra
         let stdout = Pipe()
         let stderr = Pipe()
         process.standardOutput = stdout
