@@ -14,10 +14,10 @@ export OMP_THREAD_LIMIT ?= 1
 FORMAT_PATHS := Package.swift Apps Tests Benchmarks/Package.swift Benchmarks/Benchmarks \
   $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
 
-.PHONY: help deps build test demo bench format release clean
+.PHONY: help deps build test demo bench bench-network format release clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 10
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 15
 
 deps: ## install missing Debian packages (apt-get) and pinned source builds
 	@scripts/deps.sh
@@ -47,6 +47,9 @@ bench: deps build ## package-benchmark suites, then comparisons against the tool
 	  echo "==> $$s"; \
 	  bash "$$s" "$$($(SWIFT) build -c release --show-bin-path)"; \
 	done
+
+bench-network: deps build ## client flows over shaped links (3G, Edge, 2% loss, down) between network namespaces (root)
+	@bash Benchmarks/network/bench-network.sh "$$($(SWIFT) build -c release --show-bin-path)"
 
 format: ## format all Swift sources with swift-format and .swift-format
 	$(SWIFT) format --in-place --recursive --configuration .swift-format $(FORMAT_PATHS)
