@@ -61,19 +61,24 @@ driver_pid=
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
-  for pid in $driver_pid $relay_pid $server_pid; do
-    kill -TERM "$pid" 2>/dev/null || true
-  done
-  for pid in $driver_pid $relay_pid $server_pid; do
-    wait "$pid" 2>/dev/null || true
-  done
-  # Anything else still inside our namespaces was started by us (a client mid-flow).
+  # Every process in our namespaces was started by this script (the server, the relay,
+  # the driver and a client mid-flow): stopped by id, politely first.
+  local pids=()
   for ns in "$ns_cli" "$ns_srv"; do
     if ip netns list 2>/dev/null | grep -qw "$ns"; then
-      for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
-      ip netns del "$ns" 2>/dev/null || true
+      pids+=($(ip netns pids "$ns" 2>/dev/null))
     fi
   done
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 1 40); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    sleep 0.05
+  done
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in $driver_pid $relay_pid $server_pid; do wait "$pid" 2>/dev/null || true; done
+  for ns in "$ns_cli" "$ns_srv"; do ip netns del "$ns" 2>/dev/null || true; done
   ip link del "$veth_cli" 2>/dev/null || true
   rm -rf "$work"
   exit "$status"
@@ -106,7 +111,8 @@ in_cli iptables -A OUTPUT -o "$veth_cli" -m statistic --mode random --probabilit
 in_cli iptables -F OUTPUT
 
 # The server on the demo data, on its host's loopback; the relay is its public address.
-in_srv "$bin/store-server" serve --host 127.0.0.1 --port 0 --demo-data \
+# (`ip netns exec` execs the command: $! is the process itself, never a subshell.)
+ip netns exec "$ns_srv" "$bin/store-server" serve --host 127.0.0.1 --port 0 --demo-data \
   --database "$work/store.sqlite" >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 port=
@@ -124,7 +130,7 @@ start_relay() { # delay-ms [extra relay flags]
     wait "$relay_pid" 2>/dev/null || true
   fi
   : >"$work/relay.out"
-  in_srv python3 "$here/delay_relay.py" --listen "$srv_ip:$relay_port" --to "127.0.0.1:$port" \
+  ip netns exec "$ns_srv" python3 "$here/delay_relay.py" --listen "$srv_ip:$relay_port" --to "127.0.0.1:$port" \
     --delay-ms "$1" --lifetime 3600 "${@:2}" >"$work/relay.out" 2>>"$work/relay.log" &
   relay_pid=$!
   for _ in $(seq 1 300); do
@@ -181,7 +187,7 @@ offset=0
 for name in "${profiles[@]}"; do
   echo "==> profile $name" >&2
   profile "$name"
-  in_cli python3 "$here/flows.py" run --bin "$bin" --server "$url" --home "$home" \
+  ip netns exec "$ns_cli" python3 "$here/flows.py" run --bin "$bin" --server "$url" --home "$home" \
     --profile "$name" --runs "$runs" --pool "$work/pool.json" --checkin-offset "$offset" \
     --out "$work/$name.json" &
   driver_pid=$!
