@@ -11,10 +11,10 @@ export SHOPFLOOR_CORPUS ?= $(abspath $(CURDIR)/../shared/corpus)
 export OMP_THREAD_LIMIT ?= 1
 
 # Sources only: never the checkouts under .build directories.
-FORMAT_PATHS := Package.swift Apps Tests Benchmarks/Package.swift Benchmarks/Benchmarks \
+FORMAT_PATHS := Package.swift Apps Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks \
   $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
 
-.PHONY: help deps build test demo bench bench-network format release clean
+.PHONY: help deps build test stress fuzz demo bench bench-network format release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 15
@@ -36,6 +36,12 @@ test: deps ## every package's tests, then the root package's integration tests
 	$(SWIFT) test || failed+=("root package"); \
 	if (( $${#failed[@]} )); then echo "error: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
 	echo "all test suites passed: $(PACKAGES) root"
+
+stress: deps ## SharedDefaults' multi-process tests at full size (24,000 commits, about 4 minutes)
+	SHOPFLOOR_STRESS=1 $(SWIFT) test --package-path Packages/SharedDefaults --filter ProcessTests
+
+fuzz: deps ## libFuzzer on the store decoder, the JSON parser and the image decoders (FUZZ_SECONDS each, default 60)
+	@scripts/fuzz.sh
 
 demo: deps build ## the suite's main job on the embedded defaults
 	@scripts/demo.sh "$$($(SWIFT) build -c release --show-bin-path)"

@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "scan", targets: ["scan"]),
         .executable(name: "store-server", targets: ["store-server"]),
         .executable(name: "reservations", targets: ["reservations"]),
+        .executable(name: "catalog", targets: ["catalog"]),
     ],
     dependencies: [
         .package(path: "Packages/Models"),
@@ -27,6 +28,7 @@ let package = Package(
         .package(path: "Packages/SharedDefaults"),
         .package(path: "Packages/Scanner"),
         .package(path: "Packages/Auth"),
+        .package(path: "Packages/ImageCache"),
         // store-server: HTTP, SQL on SQLite and PostgreSQL, metrics.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/vapor/sql-kit", from: "3.36.0"),
@@ -99,6 +101,36 @@ let package = Package(
             path: "Apps/reservations",
             swiftSettings: swiftSettings
         ),
+        // Product images for client apps: the shared image cache in the suite container on
+        // SuiteClient's signed requests, PNG decoding (libpng only) and terminal drawing.
+        .target(
+            name: "ProductImages",
+            dependencies: [
+                "CLibPNG",
+                "SuiteClient",
+                .product(name: "ImageCache", package: "ImageCache"),
+                .product(name: "Models", package: "Models"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/ProductImages",
+            swiftSettings: swiftSettings
+        ),
+        // Scanner stays off catalog's start path too: `lookup --from-image` runs `scan`.
+        .executableTarget(
+            name: "catalog",
+            dependencies: [
+                "CommandSupport",
+                "SuiteClient",
+                "ProductImages",
+                .product(name: "ImageCache", package: "ImageCache"),
+                .product(name: "Models", package: "Models"),
+                .product(name: "SharedDefaults", package: "SharedDefaults"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/catalog",
+            swiftSettings: swiftSettings
+        ),
         // libpng for the demo catalogue's product images (pkg-config libpng).
         .systemLibrary(
             name: "CLibPNG",
@@ -162,9 +194,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "ProductImagesTests",
+            dependencies: [
+                "ProductImages",
+                "SuiteClient",
+                .product(name: "ImageCache", package: "ImageCache"),
+                .product(name: "Models", package: "Models"),
+            ],
+            path: "Tests/ProductImagesTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "CommandSupport",
+                "SuiteClient",
+                "ProductImages",
+                .product(name: "ImageCache", package: "ImageCache"),
                 .product(name: "Models", package: "Models"),
                 .product(name: "Scanner", package: "Scanner"),
                 .product(name: "SharedDefaults", package: "SharedDefaults"),

@@ -61,6 +61,13 @@ let package = Package(
             path: "Benchmarks/AuthBenchmarks",
             plugins: benchmarkPlugin
         ),
+        // Run by compare/store-server-load.sh: a load generator that signs every request.
+        .executableTarget(
+            name: "StoreServerLoad",
+            dependencies: [.product(name: "Auth", package: "Auth")],
+            path: "Benchmarks/StoreServerLoad",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "ImageCacheBenchmarks",
             dependencies: [
@@ -70,13 +77,6 @@ let package = Package(
             ],
             path: "Benchmarks/ImageCacheBenchmarks",
             plugins: benchmarkPlugin
-        ),
-        // Run by compare/store-server-load.sh: a load generator that signs every request.
-        .executableTarget(
-            name: "StoreServerLoad",
-            dependencies: [.product(name: "Auth", package: "Auth")],
-            path: "Benchmarks/StoreServerLoad",
-            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Run by compare/shared-defaults-vs-userdefaults.sh: real processes, both stores.
         .executableTarget(

@@ -104,6 +104,25 @@ c = r["customer"]
 print(f'{r["confirmationCode"]} {r["status"]}: {c["givenName"]} {c["familyName"]}, {r["topic"]},',
       f'{r["startsAt"]} at {r["store"]["name"]} (version {r["version"]})')
 PY
+  if [[ -x "$bin/catalog" ]]; then
+    echo "==> catalog search kettle, then show one product (same sign-in; its image into the"
+    echo "    suite's shared image cache; drawn in colour when stdout is a terminal)"
+    "$bin/catalog" search kettle --limit 5 --json >"$work/products.json"
+    gtin=$(python3 - "$work/products.json" <<'PY'
+import json, sys
+page = json.load(open(sys.argv[1]))
+for p in page["items"]:
+    print(f'    {p["gtin"]}  {p["title"]:28} {p["brand"] or "":14} {p["price"]["amount"]:>8} {p["price"]["currency"]}',
+          file=sys.stderr)
+print(page["items"][0]["gtin"] if page["items"] else "")
+PY
+)
+    if [[ -n "$gtin" ]]; then
+      "$bin/catalog" show "$gtin" --image-save "$work/product.png" --image-width 32
+      echo "    saved $(stat -c %s "$work/product.png") bytes of PNG;" \
+        "cache: $("$bin/catalog" cache stats --json)"
+    fi
+  fi
   echo "==> reservations check-in $code, twice (the second only says it was already done)"
   "$bin/reservations" check-in "$code" >/dev/null
   "$bin/reservations" check-in "$code" >/dev/null

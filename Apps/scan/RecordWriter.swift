@@ -6,9 +6,10 @@ import Scanner
     import Glibc
 #endif
 
-/// Writes records to stdout in the chosen format: whole records only, buffered, flushed per
-/// record when stdout is a terminal; every write checked (a failure ends the scan with exit
-/// 1, or 141 for a closed pipe).
+/// Writes records to stdout in the chosen format: each record in one checked write, as soon
+/// as it is ready (a reader sees it at once, a stop signal or a kill never cuts one, and
+/// nothing waits in a buffer); a failed write ends the scan with exit 1, or 141 for a closed
+/// pipe.
 final class RecordWriter {
     let format: OutputFormat
     private let encoder = JSONOutput.encoder()
@@ -22,6 +23,11 @@ final class RecordWriter {
     }
 
     func write(_ record: ScanRecord) throws {
+        try append(record)
+        try flush()
+    }
+
+    private func append(_ record: ScanRecord) throws {
         switch format {
         case .text:
             for symbol in record.symbols {
@@ -51,17 +57,16 @@ final class RecordWriter {
     }
 
     private var buffer: [UInt8] = []
-    private let flushEachRecord = StandardOutput.isTerminal
 
-    /// Writes what is buffered (whole records).
+    /// Writes what is buffered (the CSV header of an empty run).
     func end() throws { try flush() }
 
     private func out(_ text: String) throws {
         buffer.append(contentsOf: text.utf8)
-        if flushEachRecord || buffer.count >= 1 << 16 { try flush() }
     }
 
     private func flush() throws {
+        guard !buffer.isEmpty else { return }
         defer { buffer.removeAll(keepingCapacity: true) }
         try buffer.withUnsafeBytes { try StandardOutput.write($0) }
     }

@@ -25,6 +25,8 @@ let package = Package(
         // learned from onServerRunning, so HummingbirdTesting and its HTTP client stay out).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // Tests only: the reference RFC 8941 parser the hand parser is fuzzed against.
+        .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
     ],
     targets: [
         .target(
@@ -50,6 +52,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(
+                    name: "RawStructuredFieldValues",
+                    package: "swift-http-structured-headers"
+                ),
             ],
             swiftSettings: swiftSettings
         ),

@@ -22,7 +22,7 @@ final class SuiteDefaultsTool {
     deinit { try? FileManager.default.removeItem(at: home) }
 
     /// The environment the binary runs in: this tool's SHOPFLOOR_HOME, no SHOPFLOOR_SUITE.
-    private var environment: [String: String] {
+    var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["SHOPFLOOR_HOME"] = home.path
         environment.removeValue(forKey: "SHOPFLOOR_SUITE")

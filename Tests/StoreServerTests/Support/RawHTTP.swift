@@ -82,7 +82,9 @@ enum RawHTTP {
         host: String,
         path: String,
         body: Data = Data(),
-        created: Int64 = Int64(Date().timeIntervalSince1970)
+        created: Int64 = Int64(Date().timeIntervalSince1970),
+        contentType: String? = nil,
+        ifMatch: String? = nil
     ) throws -> [(String, String)] {
         let credentials = try #require(try TokenStore(directory: directory).load())
         let signer = RequestSigner(key: try credentials.makeSigningKey())
@@ -90,12 +92,18 @@ enum RawHTTP {
             method: method,
             targetURI: "http://\(host)\(path)",
             body: body,
-            created: created
+            created: created,
+            covering: CoveredHeaders(
+                contentType: contentType,
+                idempotencyKey: nil,
+                ifMatch: ifMatch
+            )
         )
         return [
             ("Authorization", "Bearer \(credentials.accessToken)"),
             ("Signature-Input", signed.signatureInput),
             ("Signature", signed.signature), ("Content-Digest", signed.contentDigest),
-        ]
+        ] + (contentType.map { [("Content-Type", $0)] } ?? [])
+            + (ifMatch.map { [("If-Match", $0)] } ?? [])
     }
 }

@@ -110,18 +110,6 @@ struct ServerMiddleware: RouterMiddleware {
                 .notFound("no route \(request.method.rawValue) \(request.uri.path)"),
                 requestID: requestID
             )
-        case 405:
-            return Reply.problem(
-                APIError(
-                    APIProblem(
-                        type: ProblemType.methodNotAllowed,
-                        title: "Method not allowed",
-                        status: 405,
-                        detail: "\(request.method.rawValue) is not allowed on \(request.uri.path)"
-                    )
-                ),
-                requestID: requestID
-            )
         case 413:
             return Reply.problem(.payloadTooLarge(limit: 64 * 1024), requestID: requestID)
         case 400..<500:

@@ -24,6 +24,14 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         case tokenStore
         /// A request given to the client cannot be sent (no URL, unsupported scheme, ...).
         case invalidRequest
+        /// The request (or a redirect) goes to another origin than the server the stored
+        /// credentials belong to; nothing was sent there. Sign in to that server, or address
+        /// the stored one.
+        case originMismatch
+        /// Credentials would travel over plain http to a host that is not loopback; nothing
+        /// was sent. Use https (or, in a test rig only,
+        /// ``AuthClientConfiguration/allowInsecureHTTP``).
+        case insecureTransport
         /// A stored password hash cannot be read.
         case invalidPasswordHash
     }
@@ -36,6 +44,8 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
     public var status: Int?
     /// The underlying error, when there is one (never one that carries a secret).
     public var cause: (any Error & Sendable)?
+    /// How long the server asked to wait (`Retry-After` on a 429 or 503), when it did.
+    public var retryAfter: Duration?
 
     /// Creates an error.
     public init(

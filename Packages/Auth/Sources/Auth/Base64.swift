@@ -44,34 +44,53 @@ enum Base64 {
         return out.string()
     }
 
-    /// Decodes padded or unpadded standard base64; `nil` on any other character.
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    /// Padding rule for ``decode(_:padding:)``.
+    enum Padding { case required, absent }
+
+    /// Maps an ASCII byte to its 6-bit value; 255 for bytes outside the standard alphabet.
+    private static let table: [UInt8] = {
+        var table = [UInt8](repeating: 255, count: 256)
+        for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
+        return table
+    }()
+
+    /// Decodes standard base64 (RFC 4648 §4: `A–Z a–z 0–9 + /`) strictly: no other
+    /// character (so no mix with the URL-safe `-`/`_` alphabet), padding only at the end and
+    /// only to a multiple of four, unused trailing bits zero (one encoding per byte string).
+    /// - Parameter padding: whether `=` padding is required (headers, JSON) or must be absent
+    ///   (the PHC-style password hash strings).
+    static func decode(_ text: some StringProtocol, padding: Padding = .required) -> [UInt8]? {
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count * 3 / 4)
         var accumulator: UInt32 = 0
         var bits = 0
-        var sawPadding = false
+        var symbols = 0
+        var pad = 0
         for byte in text.utf8 {
-            let value: UInt32
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = UInt32(byte - UInt8(ascii: "A"))
-            case UInt8(ascii: "a")...UInt8(ascii: "z"):
-                value = UInt32(byte - UInt8(ascii: "a")) + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"):
-                value = UInt32(byte - UInt8(ascii: "0")) + 52
-            case UInt8(ascii: "+"), UInt8(ascii: "-"): value = 62
-            case UInt8(ascii: "/"), UInt8(ascii: "_"): value = 63
-            case UInt8(ascii: "="): sawPadding = true; continue
-            default: return nil
+            if byte == UInt8(ascii: "=") {
+                pad += 1
+                continue
             }
-            if sawPadding { return nil }
-            accumulator = accumulator << 6 | value
+            // A symbol after padding, or outside the standard alphabet.
+            let value = table[Int(byte)]
+            guard pad == 0, value < 64 else { return nil }
+            symbols += 1
+            accumulator = accumulator << 6 | UInt32(value)
             bits += 6
             if bits >= 8 {
                 bits -= 8
                 out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
             }
         }
+        guard symbols % 4 != 1 else { return nil }
+        switch padding {
+        case .required:
+            guard (symbols + pad) % 4 == 0, pad == (4 - symbols % 4) % 4 else { return nil }
+        case .absent:
+            guard pad == 0 else { return nil }
+        }
+        // Leftover bits must be zero (one encoding per byte string).
+        guard accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
         return out
     }
 }

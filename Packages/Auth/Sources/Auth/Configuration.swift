@@ -73,37 +73,50 @@ public struct AuthClientConfiguration: Sendable {
     public var deadline: Duration
     /// Refresh when the access token expires within this margin.
     public var refreshMargin: TimeInterval
-    /// The deadline of one refresh, and the lease's lifetime (never longer).
+    /// The deadline of one refresh (its retries included), and the lease's lifetime.
     public var refreshDeadline: Duration
-    /// Consecutive failed refreshes after which calls fail with `signInRequired`.
-    public var maxRefreshFailures: Int
-    /// Retries.
+    /// Retries of requests, and of a refresh after a transient failure.
     public var retry: RetryPolicy
     /// The path of the token endpoint.
     public var tokenPath: String
     /// The path of the revocation endpoint (RFC 7009 style form `token=…`).
     public var revokePath: String
+    /// Allows credentials over plain http to hosts that are not loopback. For test rigs on a
+    /// private network only: anyone on the path can read the token answer, which carries the
+    /// signing key. Off by default; http to `localhost`, `127.0.0.0/8` and `::1` is always
+    /// allowed.
+    public var allowInsecureHTTP: Bool
+    /// The largest clock skew learned from the server's `Date` header, either way (default
+    /// one day); a `Date` further off is ignored and logged.
+    public var maxClockSkew: TimeInterval
+    /// The longest response body accepted (default 16 MiB; the token endpoint's answer is
+    /// held to 64 KiB); a longer one ends the call with `invalidResponse`.
+    public var maxResponseBytes: Int
 
     /// Creates a configuration with the suite's defaults (30 s deadline, 60 s margin, 10 s
-    /// refresh deadline, 3 refresh failures).
+    /// refresh deadline, https required except on loopback).
     public init(
         serverURL: URL,
         deadline: Duration = .seconds(30),
         refreshMargin: TimeInterval = 60,
         refreshDeadline: Duration = .seconds(10),
-        maxRefreshFailures: Int = 3,
         retry: RetryPolicy = RetryPolicy(),
         tokenPath: String = "/v1/auth/token",
-        revokePath: String = "/v1/auth/revoke"
+        revokePath: String = "/v1/auth/revoke",
+        allowInsecureHTTP: Bool = false,
+        maxClockSkew: TimeInterval = 86_400,
+        maxResponseBytes: Int = 16 << 20
     ) {
         self.serverURL = serverURL
         self.deadline = deadline
         self.refreshMargin = refreshMargin
         self.refreshDeadline = refreshDeadline
-        self.maxRefreshFailures = max(1, maxRefreshFailures)
         self.retry = retry
         self.tokenPath = tokenPath
         self.revokePath = revokePath
+        self.allowInsecureHTTP = allowInsecureHTTP
+        self.maxClockSkew = max(0, maxClockSkew)
+        self.maxResponseBytes = max(1, maxResponseBytes)
     }
 }
 

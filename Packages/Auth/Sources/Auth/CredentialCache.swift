@@ -6,23 +6,32 @@ struct ActiveCredentials: Sendable {
     let credentials: StoredCredentials
     let signer: RequestSigner
     let stamp: FileStamp?
+    /// The origin the credentials are bound to (`scheme://host:port`); empty when the file
+    /// names none, which matches no request.
+    let origin: String
+
+    init(credentials: StoredCredentials, signer: RequestSigner, stamp: FileStamp?) {
+        self.credentials = credentials
+        self.signer = signer
+        self.stamp = stamp
+        self.origin = Origin.of(credentials.serverURL) ?? ""
+    }
 }
 
 /// In-process single flight over the token file: any number of concurrent callers share
-/// one refresh; consecutive failures are counted so a broken sign-in ends in
-/// `signInRequired` instead of a loop.
+/// one refresh. A refresh the server refused (`signInRequired`) is remembered for that
+/// refresh token, so later calls fail at once without network until the token file changes
+/// (a new sign-in); any other failure (network, 5xx, deadline) is forgotten at once: the
+/// next call tries again and the session lives on.
 actor CredentialCache {
     private let store: TokenStore
-    private let maxFailures: Int
     private var cached: ActiveCredentials?
     private var inFlight: Task<ActiveCredentials, any Error>?
-    private var failures = 0
-    /// The refresh token the failures were counted against; a new sign-in resets them.
-    private var failedRefreshToken: String?
+    /// The refresh token the server refused, and why.
+    private var refused: (refreshToken: String, error: AuthError)?
 
-    init(store: TokenStore, maxFailures: Int) {
+    init(store: TokenStore) {
         self.store = store
-        self.maxFailures = maxFailures
     }
 
     /// The credentials on disk, re-read when the file changed; `signInRequired` if none.
@@ -48,27 +57,20 @@ actor CredentialCache {
     /// Replaces the cached credentials after a sign-in or refresh wrote them.
     func adopt(_ active: ActiveCredentials) {
         cached = active
-        failures = 0
-        failedRefreshToken = nil
+        refused = nil
     }
 
     func forget() { cached = nil }
 
     /// Starts (or joins) the refresh that replaces `stale`; returns the task to await.
+    /// - Throws: `signInRequired` at once when the server already refused `stale`'s refresh
+    ///   token.
     func refreshTask(
         replacing stale: StoredCredentials,
         work: @escaping @Sendable (StoredCredentials) async throws(AuthError) -> ActiveCredentials
     ) throws(AuthError) -> Task<ActiveCredentials, any Error> {
         if let inFlight { return inFlight }
-        if failures >= maxFailures {
-            if failedRefreshToken == stale.refreshToken {
-                throw AuthError(
-                    .signInRequired,
-                    "sign-in required: the last \(failures) token refreshes failed; sign in again"
-                )
-            }
-            failures = 0
-        }
+        if let refused, refused.refreshToken == stale.refreshToken { throw refused.error }
         let task = Task<ActiveCredentials, any Error> {
             let result: Result<ActiveCredentials, AuthError>
             do throws(AuthError) {
@@ -82,7 +84,7 @@ actor CredentialCache {
         return task
     }
 
-    /// Records the outcome; the failure that reaches the limit becomes `signInRequired`.
+    /// Records the outcome: only a refusal sticks.
     private func finished(_ result: Result<ActiveCredentials, AuthError>, stale: StoredCredentials)
         -> Result<ActiveCredentials, AuthError>
     {
@@ -90,20 +92,10 @@ actor CredentialCache {
         switch result {
         case .success(let active):
             adopt(active)
-            return result
         case .failure(let error):
-            failedRefreshToken = stale.refreshToken
-            failures = error.code == .signInRequired ? maxFailures : failures + 1
-            guard failures >= maxFailures, error.code != .signInRequired else { return result }
-            return .failure(
-                AuthError(
-                    .signInRequired,
-                    "sign-in required: \(failures) token refreshes failed in a row (last: \(error.message))",
-                    status: error.status,
-                    cause: error
-                )
-            )
+            if error.code == .signInRequired { refused = (stale.refreshToken, error) }
         }
+        return result
     }
 }
 

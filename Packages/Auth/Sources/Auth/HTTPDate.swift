@@ -1,8 +1,14 @@
 public import Foundation
 
-/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 §5.6.7) without `DateFormatter`.
+/// HTTP dates (RFC 9110 §5.6.7) without `DateFormatter`: formats IMF-fixdate
+/// (`Sun, 06 Nov 1994 08:49:37 GMT`) and parses all three forms a recipient must accept:
+/// IMF-fixdate, the obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`) and ANSI C's
+/// asctime() form (`Sun Nov  6 08:49:37 1994`).
 public enum HTTPDate {
     private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+    private static let longDays = [
+        "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday",
+    ]
     private static let months = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ]
@@ -19,23 +25,69 @@ public enum HTTPDate {
             "\(weekday), \(two(dayOfMonth)) \(months[Int(month - 1)]) \(year) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
     }
 
-    /// Parses IMF-fixdate; `nil` for anything else.
-    public static func parse(_ text: String) -> Date? {
-        let parts = text.split(separator: " ")
-        guard parts.count == 6, parts[5] == "GMT", parts[0].count == 4, parts[0].hasSuffix(","),
-            let day = Int64(parts[1]), (1...31).contains(day),
-            let monthIndex = months.firstIndex(of: String(parts[2])),
-            let year = Int64(parts[3]), (1970...9999).contains(year)
+    /// Parses an HTTP date in any of its three forms; `nil` for anything else.
+    ///
+    /// RFC 850's two-digit year is read as the year in the past 50 years' window that ends
+    /// 50 years after `now`'s (RFC 9110: a year that appears more than 50 years in the
+    /// future is taken as the most recent past year with the same last two digits).
+    public static func parse(_ text: String, now: Date = Date()) -> Date? {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: true)
+        if parts.count == 6, parts[0].hasSuffix(","), parts[0].count == 4, parts[5] == "GMT" {
+            // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
+            guard days.contains(String(parts[0].dropLast())), parts[1].count == 2,
+                parts[3].count == 4, let year = number(parts[3])
+            else { return nil }
+            return make(year: year, month: parts[2], day: parts[1], time: parts[4])
+        }
+        if parts.count == 4, parts[0].hasSuffix(","), parts[3] == "GMT" {
+            // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
+            guard longDays.contains(String(parts[0].dropLast())) else { return nil }
+            let date = parts[1].split(separator: "-", omittingEmptySubsequences: false)
+            guard date.count == 3, date[0].count == 2, date[2].count == 2,
+                let shortYear = number(date[2])
+            else { return nil }
+            let currentYear = civil(fromDays: Int64(now.timeIntervalSince1970) / 86_400).0
+            var year = currentYear - currentYear % 100 + shortYear
+            if year > currentYear + 50 { year -= 100 }
+            return make(year: year, month: date[1], day: date[0], time: parts[2])
+        }
+        if parts.count == 5, parts[0].count == 3, days.contains(String(parts[0])) {
+            // asctime: Sun Nov  6 08:49:37 1994 (day padded with a space)
+            guard parts[2].count <= 2, parts[4].count == 4, let year = number(parts[4]) else {
+                return nil
+            }
+            return make(year: year, month: parts[1], day: parts[2], time: parts[3])
+        }
+        return nil
+    }
+
+    private static func make(
+        year: Int64,
+        month monthName: Substring,
+        day dayText: Substring,
+        time timeText: Substring
+    ) -> Date? {
+        guard (1970...9999).contains(year),
+            let monthIndex = months.firstIndex(of: String(monthName)),
+            let day = number(dayText), (1...31).contains(day)
         else { return nil }
-        let time = parts[4].split(separator: ":")
-        guard time.count == 3, let hour = Int64(time[0]), let minute = Int64(time[1]),
-            let second = Int64(time[2]),
+        let time = timeText.split(separator: ":", omittingEmptySubsequences: false)
+        guard time.count == 3, time.allSatisfy({ $0.count == 2 }),
+            let hour = number(time[0]), let minute = number(time[1]), let second = number(time[2]),
             (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
         else { return nil }
         let days = daysFromCivil(year: year, month: Int64(monthIndex + 1), day: day)
         return Date(
             timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second)
         )
+    }
+
+    /// A run of ASCII digits as a number (no sign, no spaces).
+    private static func number(_ text: Substring) -> Int64? {
+        guard !text.isEmpty, text.utf8.count <= 4,
+            text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+        else { return nil }
+        return Int64(text)
     }
 
     // Howard Hinnant's civil-date algorithms.

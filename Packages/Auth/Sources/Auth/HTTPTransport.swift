@@ -9,8 +9,16 @@ internal import Synchronization
 /// hook per task. Linux URLSession only enforces idle timeouts, so the deadline is ours: at
 /// the deadline the call ends with `deadlineExceeded` and the URL task is cancelled.
 final class HTTPTransport: Sendable {
-    /// Rewrites a redirect's new request (drop or re-sign credentials); `nil` refuses it.
-    typealias RedirectRule = @Sendable (_ original: URLRequest, _ new: URLRequest) -> URLRequest?
+    /// What to do with a redirect: follow it with a (re-signed) request, hand the 3xx
+    /// answer back to the caller, or end the call with an error.
+    enum RedirectDecision: Sendable {
+        case follow(URLRequest)
+        case deliver
+        case refuse(AuthError)
+    }
+    /// Decides a redirect from the original request, the redirect's status and its new request.
+    typealias RedirectRule =
+        @Sendable (_ original: URLRequest, _ status: Int, _ new: URLRequest) -> RedirectDecision
 
     let session: URLSession
     private let delegate: TransportDelegate
@@ -30,15 +38,18 @@ final class HTTPTransport: Sendable {
     deinit { session.invalidateAndCancel() }
 
     /// Sends one request; HTTP error statuses are results, not errors.
+    /// - Parameter maxBodyBytes: a longer response body ends the call with `invalidResponse`
+    ///   (the transfer is cancelled as soon as it passes the limit).
     func send(
         _ request: URLRequest,
         deadline: ContinuousClock.Instant,
+        maxBodyBytes: Int = 16 << 20,
         redirect: @escaping RedirectRule
     )
         async throws(AuthError) -> (Data, HTTPURLResponse)
     {
-        let call = CallState()
         let path = request.url?.path ?? "?"
+        let call = CallState(maxBodyBytes: maxBodyBytes, path: path)
         let result: Result<(Data, HTTPURLResponse), AuthError> = await withTaskCancellationHandler {
             await withCheckedContinuation {
                 (
@@ -89,6 +100,13 @@ final class CallState: Sendable {
     }
     // URLSessionTask is thread-safe for cancel(); the Mutex guards every access.
     private let state = Mutex<State>(State())
+    private let maxBodyBytes: Int
+    private let path: String
+
+    init(maxBodyBytes: Int, path: String) {
+        self.maxBodyBytes = maxBodyBytes
+        self.path = path
+    }
 
     /// Stores the continuation; resumes at once (returning false) if already finished.
     func install(_ continuation: CheckedContinuation<Outcome, Never>) -> Bool {
@@ -120,7 +138,25 @@ final class CallState: Sendable {
         if cancelNow { timer.cancel() }
     }
 
-    func append(_ data: Data) { state.withLock { $0.body.append(data) } }
+    /// Collects body bytes; past the limit the call fails and the transfer is cancelled.
+    func append(_ data: Data) {
+        let tooLong = state.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            guard state.body.count + data.count <= maxBodyBytes else { return true }
+            state.body.append(data)
+            return false
+        }
+        if tooLong {
+            finish(
+                .failure(
+                    AuthError(
+                        .invalidResponse,
+                        "the response to \(path) is longer than \(maxBodyBytes) bytes"
+                    )
+                )
+            )
+        }
+    }
 
     func complete(response: URLResponse?, error: (any Error)?, path: String) {
         if let error {
@@ -145,7 +181,7 @@ final class CallState: Sendable {
         finish(.success((body, http)))
     }
 
-    func finish(_ outcome: Outcome) {
+    func finish(_ outcome: Outcome, cancelTask: Bool = true) {
         let (continuation, task, timer):
             (CheckedContinuation<Outcome, Never>?, URLSessionTask?, Task<Void, Never>?) =
                 state.withLock { state in
@@ -157,7 +193,7 @@ final class CallState: Sendable {
                     return (continuation, state.task, state.timer)
                 }
         timer?.cancel()
-        if case .failure = outcome { task?.cancel() }
+        if case .failure = outcome, cancelTask { task?.cancel() }
         continuation?.resume(returning: outcome)
     }
 }
@@ -216,21 +252,56 @@ final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
             completionHandler(nil)
             return
         }
-        completionHandler(record.redirect(record.original, request))
+        switch record.redirect(record.original, response.statusCode, request) {
+        case .follow(let next):
+            completionHandler(next)
+        case .deliver:
+            completionHandler(nil)  // the task completes with the 3xx answer
+        case .refuse(let error):
+            // Not followed: the task completes with the 3xx (ignored, the call is over).
+            // Cancelling it while URLSession waits for this answer would trap in Foundation.
+            completionHandler(nil)
+            record.call.finish(.failure(error), cancelTask: false)
+        }
     }
 }
 
 /// Origins per RFC 6454: scheme, host and port (default ports made explicit).
 enum Origin {
     static func of(_ url: URL?) -> String? {
-        guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased()
+        guard let url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host?.lowercased(), !host.isEmpty
         else { return nil }
-        let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
         return "\(scheme)://\(host):\(port)"
     }
+
+    static func of(_ text: String) -> String? { of(URL(string: text)) }
 
     static func same(_ lhs: URL?, _ rhs: URL?) -> Bool {
         guard let left = of(lhs), let right = of(rhs) else { return false }
         return left == right
+    }
+
+    /// Whether `url` may carry credentials: https, or http to a loopback host
+    /// (`localhost`, `127.0.0.0/8`, `::1`).
+    static func isSecure(_ url: URL?) -> Bool {
+        guard let url, let scheme = url.scheme?.lowercased() else { return false }
+        if scheme == "https" { return true }
+        return scheme == "http" && isLoopback(url.host)
+    }
+
+    static func isLoopback(_ host: String?) -> Bool {
+        guard var host = host?.lowercased() else { return false }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4, octets[0] == "127" else { return false }
+        return octets.allSatisfy { octet in
+            guard let value = Int(octet), octet.count <= 3, octet.allSatisfy(\.isASCII) else {
+                return false
+            }
+            return (0...255).contains(value)
+        }
     }
 }

@@ -113,8 +113,8 @@ public struct PasswordHasher: Sendable {
         guard parts.count == 5, parts[0].isEmpty, parts[1] == "pbkdf2-sha256",
             parts[2].hasPrefix("i="),
             let iterations = Int(parts[2].dropFirst(2)), iterations >= 1, iterations <= 100_000_000,
-            let salt = Base64.decode(parts[3]), salt.count >= 8,
-            let hash = Base64.decode(parts[4]), hash.count >= 16
+            let salt = Base64.decode(parts[3], padding: .absent), salt.count >= 8,
+            let hash = Base64.decode(parts[4], padding: .absent), hash.count >= 16
         else {
             throw AuthError(
                 .invalidPasswordHash,

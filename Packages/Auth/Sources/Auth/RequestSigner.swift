@@ -8,7 +8,7 @@ public import Foundation
 /// A per-session HMAC key: the `keyid` sent in `Signature-Input` and its secret.
 ///
 /// The secret never appears in `description`, logs or errors.
-public struct SigningKey: Sendable, CustomStringConvertible {
+public struct SigningKey: Sendable {
     /// The key id the server issued (sent in the clear as `keyid`).
     public let id: String
     let key: SymmetricKey
@@ -58,9 +58,60 @@ public struct SigningKey: Sendable, CustomStringConvertible {
 
     /// The secret in base64, for the token response only.
     var secretBase64: String { key.withUnsafeBytes { Base64.encode($0) } }
+}
 
-    /// A description without secrets.
-    public var description: String { "SigningKey(id: \(id), secret: <redacted>)" }
+/// The request headers a signature covers when the request carries them: `Content-Type`,
+/// `Idempotency-Key` and `If-Match` (in that order after the three fixed components). A
+/// verifier refuses a request that carries one of them uncovered, so a proxy or attacker
+/// cannot change how the body is read, which operation a retry repeats, or which version
+/// a write applies to.
+public struct CoveredHeaders: Sendable, Equatable {
+    /// `Content-Type`.
+    public var contentType: String?
+    /// `Idempotency-Key`.
+    public var idempotencyKey: String?
+    /// `If-Match`.
+    public var ifMatch: String?
+
+    /// Creates the values (`nil` = header absent).
+    public init(contentType: String? = nil, idempotencyKey: String? = nil, ifMatch: String? = nil) {
+        self.contentType = contentType
+        self.idempotencyKey = idempotencyKey
+        self.ifMatch = ifMatch
+    }
+
+    /// No covered header.
+    public static let none = CoveredHeaders()
+
+    /// The lower-case names, in signature order.
+    static let names = ["content-type", "idempotency-key", "if-match"]
+
+    /// The value of the header at `index` of ``names``.
+    subscript(index: Int) -> String? {
+        switch index {
+        case 0: return contentType
+        case 1: return idempotencyKey
+        default: return ifMatch
+        }
+    }
+
+    var isEmpty: Bool { contentType == nil && idempotencyKey == nil && ifMatch == nil }
+
+    /// A header value as RFC 9421 §2.1 covers it: leading and trailing spaces and tabs removed.
+    static func canonical(_ value: String) -> Substring {
+        let utf8 = value.utf8
+        var start = utf8.startIndex
+        var end = utf8.endIndex
+        while start < end, utf8[start] == 0x20 || utf8[start] == 0x09 {
+            start = utf8.index(after: start)
+        }
+        while end > start,
+            utf8[utf8.index(before: end)] == 0x20 || utf8[utf8.index(before: end)] == 0x09
+        {
+            end = utf8.index(before: end)
+        }
+        return value[start..<end]
+    }
 }
 
 /// The three header values that sign one request.
@@ -124,16 +175,20 @@ public struct RequestSigner: Sendable {
     /// Signs a request.
     /// - Parameters:
     ///   - method: the HTTP method, upper case (`GET`).
-    ///   - targetURI: the full request URI as sent (`https://host:port/path?query`).
+    ///   - targetURI: the full request URI as sent (`https://host:port/path?query`, no
+    ///     fragment: it is never sent).
     ///   - body: the exact body bytes (empty for none).
     ///   - created: the signing time in Unix seconds, already corrected for clock skew.
     ///   - nonce: a unique value for this request; by default 128 random bits in hex.
+    ///   - covering: the request's `Content-Type`, `Idempotency-Key` and `If-Match` values
+    ///     (each one present must be covered, or the verifier refuses the request).
     public func sign(
         method: String,
         targetURI: String,
         body: some ContiguousBytes,
         created: Int64,
-        nonce: String? = nil
+        nonce: String? = nil,
+        covering headers: CoveredHeaders = .none
     ) -> SignatureHeaders {
         let digest = Self.contentDigest(of: body)
         return sign(
@@ -141,7 +196,8 @@ public struct RequestSigner: Sendable {
             targetURI: targetURI,
             contentDigest: digest,
             created: created,
-            nonce: nonce
+            nonce: nonce,
+            covering: headers
         )
     }
 
@@ -151,18 +207,26 @@ public struct RequestSigner: Sendable {
         targetURI: String,
         contentDigest: String,
         created: Int64,
-        nonce: String? = nil
+        nonce: String? = nil,
+        covering headers: CoveredHeaders = .none
     ) -> SignatureHeaders {
         var base = OutputBuffer(capacity: 160 + targetURI.utf8.count + method.utf8.count)
         SignatureBase.appendComponents(
             method: method,
             targetURI: targetURI,
             contentDigest: contentDigest,
+            covered: headers,
             into: &base
         )
         base.append("\"@signature-params\": ")
         let paramsStart = base.bytes.count
-        SignatureBase.appendParams(created: created, keyID: keyIDBytes, nonce: nonce, into: &base)
+        SignatureBase.appendParams(
+            created: created,
+            keyID: keyIDBytes,
+            nonce: nonce,
+            covered: headers,
+            into: &base
+        )
 
         var mac = prepared
         base.bytes.withUnsafeBytes { mac.update(data: $0) }
@@ -183,23 +247,25 @@ public struct RequestSigner: Sendable {
         )
     }
 
-    /// Signs a `URLRequest` in place (method, URL and body as set) and sets the headers.
+    /// Signs a `URLRequest` in place (method, URL without its fragment, body, and the
+    /// `Content-Type`, `Idempotency-Key` and `If-Match` headers as set) and sets the headers.
     /// - Parameter created: the signing time in Unix seconds, corrected for clock skew.
     public func sign(_ request: inout URLRequest, created: Int64) {
         let method = request.httpMethod ?? "GET"
-        let target = request.url?.absoluteString ?? ""
-        let headers: SignatureHeaders
-        if let body = request.httpBody {
-            headers = sign(method: method, targetURI: target, body: body, created: created)
-        } else {
-            headers = sign(
-                method: method,
-                targetURI: target,
-                contentDigest: Self.emptyBodyDigest,
-                created: created
-            )
-        }
-        headers.apply(to: &request)
+        let target = request.url.flatMap(AuthClient.withoutFragment)?.absoluteString ?? ""
+        let covered = CoveredHeaders(
+            contentType: request.value(forHTTPHeaderField: "Content-Type"),
+            idempotencyKey: request.value(forHTTPHeaderField: "Idempotency-Key"),
+            ifMatch: request.value(forHTTPHeaderField: "If-Match")
+        )
+        let digest = request.httpBody.map { Self.contentDigest(of: $0) } ?? Self.emptyBodyDigest
+        sign(
+            method: method,
+            targetURI: target,
+            contentDigest: digest,
+            created: created,
+            covering: covered
+        ).apply(to: &request)
     }
 
     /// The raw HMAC-SHA256 of a signature base (the verifier recomputes with it).
@@ -212,12 +278,13 @@ public struct RequestSigner: Sendable {
 
 /// Builds RFC 9421 signature bases; shared by the signer and the verifier.
 enum SignatureBase {
-    static let componentList: StaticString = "(\"@method\" \"@target-uri\" \"content-digest\")"
+    static let componentList: StaticString = "(\"@method\" \"@target-uri\" \"content-digest\""
 
     static func appendComponents(
         method: String,
         targetURI: String,
         contentDigest: String,
+        covered: CoveredHeaders,
         into out: inout OutputBuffer
     ) {
         out.append("\"@method\": ")
@@ -227,15 +294,33 @@ enum SignatureBase {
         out.append("\n\"content-digest\": ")
         out.append(contentDigest)
         out.append(UInt8(ascii: "\n"))
+        guard !covered.isEmpty else { return }
+        for index in CoveredHeaders.names.indices {
+            guard let value = covered[index] else { continue }
+            out.append(UInt8(ascii: "\""))
+            out.append(CoveredHeaders.names[index])
+            out.append("\": ")
+            out.append(String(CoveredHeaders.canonical(value)))
+            out.append(UInt8(ascii: "\n"))
+        }
     }
 
     static func appendParams(
         created: Int64,
         keyID: [UInt8],
         nonce: String?,
+        covered: CoveredHeaders,
         into out: inout OutputBuffer
     ) {
         out.append(componentList)
+        if !covered.isEmpty {
+            for index in CoveredHeaders.names.indices where covered[index] != nil {
+                out.append(" \"")
+                out.append(CoveredHeaders.names[index])
+                out.append(UInt8(ascii: "\""))
+            }
+        }
+        out.append(UInt8(ascii: ")"))
         out.append(";created=")
         out.append(decimal: created)
         out.append(";keyid=\"")

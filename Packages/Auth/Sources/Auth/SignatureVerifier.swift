@@ -13,8 +13,13 @@ public struct SignatureRejection: Error, Sendable, CustomStringConvertible {
         case malformedSignature
         /// `alg` is not `hmac-sha256`.
         case unsupportedAlgorithm
-        /// The covered components are not exactly `@method`, `@target-uri`, `content-digest`.
+        /// The covered components are not `@method`, `@target-uri`, `content-digest`, then
+        /// some of `content-type`, `idempotency-key`, `if-match` in that order; or one of
+        /// those is covered but absent from the request.
         case wrongComponents
+        /// The request carries `Content-Type`, `Idempotency-Key` or `If-Match` but the
+        /// signature does not cover it.
+        case uncoveredHeader
         /// `keyid` is not the key of the session the bearer token belongs to.
         case keyMismatch
         /// `created` is more than the window before the server's time.
@@ -115,6 +120,11 @@ public struct SignedRequestHeaders: Sendable, Equatable {
     /// `If-Match`.
     public var ifMatch: String?
 
+    /// The values a signature must cover when present.
+    public var covered: CoveredHeaders {
+        CoveredHeaders(contentType: contentType, idempotencyKey: idempotencyKey, ifMatch: ifMatch)
+    }
+
     /// The lower-case header names ``init(_:)`` asks for.
     public static let names = [
         "signature-input", "signature", "content-digest", "content-type", "idempotency-key",
@@ -138,12 +148,16 @@ public struct SignedRequestHeaders: Sendable, Equatable {
         self.ifMatch = ifMatch
     }
 
-    /// The three values a ``RequestSigner`` produced (tests, tools).
-    public init(_ signed: SignatureHeaders) {
+    /// The three values a ``RequestSigner`` produced, and the covered headers the request
+    /// carries (tests, tools).
+    public init(_ signed: SignatureHeaders, covering covered: CoveredHeaders = .none) {
         self.init(
             signatureInput: signed.signatureInput,
             signature: signed.signature,
-            contentDigest: signed.contentDigest
+            contentDigest: signed.contentDigest,
+            contentType: covered.contentType,
+            idempotencyKey: covered.idempotencyKey,
+            ifMatch: covered.ifMatch
         )
     }
 
@@ -164,8 +178,9 @@ public struct SignedRequestHeaders: Sendable, Equatable {
 /// Checks RFC 9421-style HMAC signatures made by ``RequestSigner`` (server side).
 ///
 /// Checks, in order, without touching the store: the `sig1` member is present and parses;
-/// `alg="hmac-sha256"`; the covered components are exactly `"@method" "@target-uri"
-/// "content-digest"`; `keyid` is the session's key; `created` is at most ``window`` seconds
+/// `alg="hmac-sha256"`; the covered components are `"@method" "@target-uri"
+/// "content-digest"` followed by exactly those of `"content-type" "idempotency-key"
+/// "if-match"` the request carries; `keyid` is the session's key; `created` is at most ``window`` seconds
 /// before the server's time and at most ``futureWindow`` seconds after it (clients sign with
 /// the skew they learned from `Date`); `Content-Digest` matches the body; the HMAC matches
 /// (constant-time, swift-crypto). Only a request that passed all of that reaches the
@@ -275,39 +290,41 @@ public final class SignatureVerifier: Sendable {
         key: SigningKey,
         now: Int64
     ) throws(SignatureRejection) -> VerifiedSignature {
-        guard let inputHeader = headers.signatureInput, let signatureHeader = headers.signature,
-            let params = Self.member("sig1", in: inputHeader),
-            let sigValue = Self.member("sig1", in: signatureHeader)
+        guard let inputHeader = headers.signatureInput, let signatureHeader = headers.signature
         else { throw SignatureRejection(reason: .missingSignature) }
-        guard let parsed = ParsedParams(params) else {
-            throw SignatureRejection(reason: .malformedSignature)
-        }
-        let keyID = parsed.keyID
+        guard let parsed = StructuredFieldReader.signatureParams("sig1", in: inputHeader),
+            let created = parsed.created, let keyID = parsed.keyID, !keyID.isEmpty,
+            let nonce = parsed.nonce, !nonce.isEmpty, nonce.utf8.count <= 128
+        else { throw SignatureRejection(reason: .malformedSignature) }
         guard parsed.alg == "hmac-sha256" else {
             throw SignatureRejection(reason: .unsupportedAlgorithm, keyID: keyID)
         }
-        guard parsed.components == Self.expectedComponents else {
-            throw SignatureRejection(reason: .wrongComponents, keyID: keyID)
-        }
+        let covered = headers.covered
+        try Self.checkComponents(parsed.components, covered: covered, keyID: keyID)
         guard keyID == key.id else { throw SignatureRejection(reason: .keyMismatch, keyID: keyID) }
-        if parsed.created < now - window {
+        if created < now - window {
             throw SignatureRejection(reason: .expired, keyID: keyID)
         }
-        if parsed.created > now + futureWindow {
+        if created > now + futureWindow {
             throw SignatureRejection(reason: .createdInFuture, keyID: keyID)
         }
 
         guard let digestHeader = headers.contentDigest,
-            let sentDigest = Self.sha256Member(of: digestHeader)
+            let sentDigest = StructuredFieldReader.byteSequence("sha-256", in: digestHeader)
         else {
             throw SignatureRejection(reason: .missingDigest, keyID: keyID)
         }
         let actualDigest = RequestSigner.contentDigest(of: body)
-        guard "sha-256=" + sentDigest == actualDigest else {
+        // "sha-256=:" + base64 + ":"
+        guard actualDigest.utf8.count == sentDigest.utf8.count + 10,
+            actualDigest.utf8.dropFirst(9).prefix(sentDigest.utf8.count).elementsEqual(
+                sentDigest.utf8
+            )
+        else {
             throw SignatureRejection(reason: .digestMismatch, keyID: keyID)
         }
-        guard sigValue.count >= 2, sigValue.first == ":", sigValue.last == ":",
-            let provided = Base64.decode(sigValue.dropFirst().dropLast())
+        guard let encoded = StructuredFieldReader.byteSequence("sig1", in: signatureHeader),
+            let provided = Base64.decode(encoded)
         else { throw SignatureRejection(reason: .malformedSignature, keyID: keyID) }
 
         var base = OutputBuffer(capacity: 200 + targetURI.utf8.count)
@@ -315,135 +332,60 @@ public final class SignatureVerifier: Sendable {
             method: method,
             targetURI: targetURI,
             contentDigest: actualDigest,
+            covered: covered,
             into: &base
         )
         base.append("\"@signature-params\": ")
-        base.append(String(params))
+        base.append(parsed.text)
         let expected = base.bytes.withUnsafeBytes { RequestSigner(key: key).mac($0) }
         // swift-crypto's comparison of a MAC with bytes is constant-time (CRYPTO_memcmp).
         guard expected == provided else {
             throw SignatureRejection(reason: .badSignature, keyID: keyID)
         }
-        return VerifiedSignature(keyID: keyID, created: parsed.created, nonce: parsed.nonce)
+        return VerifiedSignature(keyID: keyID, created: created, nonce: nonce)
     }
 
-    static let expectedComponents = ["@method", "@target-uri", "content-digest"]
+    static let requiredComponents = ["@method", "@target-uri", "content-digest"]
 
-    /// The value of dictionary member `label` in a structured-field dictionary header
-    /// (`sig1=…, sig2=…`); members are split at top-level commas. Works on UTF-8 bytes:
-    /// every delimiter is ASCII, so the byte indices are valid string indices.
-    static func member(_ label: String, in header: String) -> Substring? {
-        let utf8 = header.utf8
-        var depth = 0
-        var inString = false
-        var start = utf8.startIndex
-        var index = utf8.startIndex
-        while index < utf8.endIndex {
-            let byte = utf8[index]
-            if inString {
-                if byte == UInt8(ascii: "\\") {
-                    index = utf8.index(after: index)
-                    if index == utf8.endIndex { break }
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-            } else if byte == UInt8(ascii: "\"") {
-                inString = true
-            } else if byte == UInt8(ascii: "(") {
-                depth += 1
-            } else if byte == UInt8(ascii: ")") {
-                depth -= 1
-            } else if byte == UInt8(ascii: ","), depth == 0 {
-                if let value = memberValue(label, header, start, index) { return value }
-                start = utf8.index(after: index)
+    /// The component list must be the three required ones, then exactly the covered headers
+    /// the request carries, in ``CoveredHeaders/names`` order.
+    static func checkComponents(_ components: [String], covered: CoveredHeaders, keyID: String)
+        throws(SignatureRejection)
+    {
+        guard components.count >= 3, components.count <= 6,
+            components[0] == requiredComponents[0], components[1] == requiredComponents[1],
+            components[2] == requiredComponents[2]
+        else { throw SignatureRejection(reason: .wrongComponents, keyID: keyID) }
+        // The optional ones: known names, in order, each once.
+        var listed: [Bool] = [false, false, false]
+        var previous = -1
+        for name in components[3...] {
+            guard let index = CoveredHeaders.names.firstIndex(of: name), index > previous else {
+                throw SignatureRejection(reason: .wrongComponents, keyID: keyID)
             }
-            index = utf8.index(after: index)
+            listed[index] = true
+            previous = index
         }
-        return memberValue(label, header, start, utf8.endIndex)
+        for index in CoveredHeaders.names.indices {
+            switch (listed[index], covered[index] != nil) {
+            case (true, false): throw SignatureRejection(reason: .wrongComponents, keyID: keyID)
+            case (false, true): throw SignatureRejection(reason: .uncoveredHeader, keyID: keyID)
+            default: continue
+            }
+        }
     }
 
-    private static func memberValue(
-        _ label: String,
-        _ header: String,
-        _ from: String.Index,
-        _ to: String.Index
-    ) -> Substring? {
-        let utf8 = header.utf8
-        var index = from
-        while index < to, utf8[index] == UInt8(ascii: " ") { index = utf8.index(after: index) }
-        for byte in label.utf8 {
-            guard index < to, utf8[index] == byte else { return nil }
-            index = utf8.index(after: index)
-        }
-        guard index < to, utf8[index] == UInt8(ascii: "=") else { return nil }
-        var end = to
-        while end > index, utf8[utf8.index(before: end)] == UInt8(ascii: " ") {
-            end = utf8.index(before: end)
-        }
-        return header[utf8.index(after: index)..<end]
-    }
-
-    /// The `:base64:` part of the `sha-256` member of a `Content-Digest` header.
-    static func sha256Member(of header: String) -> Substring? {
-        guard let value = member("sha-256", in: header), value.utf8.count > 2,
-            value.utf8.first == UInt8(ascii: ":"), value.utf8.last == UInt8(ascii: ":")
+    /// Parses the `sig1` members of `Signature-Input` and `Signature` the way ``verify`` does
+    /// (for the benchmark that compares this parser with swift-http-structured-headers).
+    @_spi(Benchmarks)
+    public static func parseSignatureMembers(signatureInput: String, signature: String) -> (
+        components: [String], created: Int64, keyID: String, nonce: String, signature: [UInt8]
+    )? {
+        guard let parsed = StructuredFieldReader.signatureParams("sig1", in: signatureInput),
+            let created = parsed.created, let keyID = parsed.keyID, let nonce = parsed.nonce,
+            let encoded = StructuredFieldReader.byteSequence("sig1", in: signature),
+            let bytes = Base64.decode(encoded)
         else { return nil }
-        return value
-    }
-}
-
-/// The parameters of a `sig1` inner list, parsed from its UTF-8 bytes.
-struct ParsedParams {
-    var components: [String] = []
-    var created: Int64 = 0
-    var keyID = ""
-    var nonce = ""
-    var alg = ""
-
-    init?(_ text: Substring) {
-        let bytes = Array(text.utf8)
-        guard bytes.first == UInt8(ascii: "("),
-            let close = bytes.firstIndex(of: UInt8(ascii: ")"))
-        else { return nil }
-        for item in bytes[1..<close].split(separator: UInt8(ascii: " ")) {
-            guard item.count >= 2, item.first == UInt8(ascii: "\""), item.last == UInt8(ascii: "\"")
-            else { return nil }
-            components.append(String(decoding: item.dropFirst().dropLast(), as: UTF8.self))
-        }
-        var sawCreated = false
-        let rest = bytes[(close + 1)...]
-        for param in rest.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: true) {
-            guard let equals = param.firstIndex(of: UInt8(ascii: "=")) else { return nil }
-            let name = param[param.startIndex..<equals]
-            let value = param[(equals + 1)...]
-            func string() -> String? {
-                guard value.count >= 2, value.first == UInt8(ascii: "\""),
-                    value.last == UInt8(ascii: "\"")
-                else { return nil }
-                let inner = value.dropFirst().dropLast()
-                guard !inner.contains(UInt8(ascii: "\"")), !inner.contains(UInt8(ascii: "\\"))
-                else { return nil }
-                return String(decoding: inner, as: UTF8.self)
-            }
-            switch String(decoding: name, as: UTF8.self) {
-            case "created":
-                guard let number = Int64(String(decoding: value, as: UTF8.self)) else { return nil }
-                created = number
-                sawCreated = true
-            case "keyid":
-                guard let parsed = string() else { return nil }
-                keyID = parsed
-            case "nonce":
-                guard let parsed = string() else { return nil }
-                nonce = parsed
-            case "alg":
-                guard let parsed = string() else { return nil }
-                alg = parsed
-            default: continue  // other parameters are covered by the signature anyway
-            }
-        }
-        guard sawCreated, !keyID.isEmpty, !nonce.isEmpty, nonce.utf8.count <= 128 else {
-            return nil
-        }
+        return (parsed.components, created, keyID, nonce, bytes)
     }
 }

@@ -5,7 +5,7 @@ internal import SharedDefaults
 /// What a sign-in leaves on disk: tokens and the session's signing key.
 ///
 /// `description` never shows a token or the key.
-public struct StoredCredentials: Codable, Sendable, Equatable, CustomStringConvertible {
+public struct StoredCredentials: Codable, Sendable, Equatable {
     /// The bearer access token.
     public var accessToken: String
     /// The refresh token.
@@ -28,11 +28,6 @@ public struct StoredCredentials: Codable, Sendable, Equatable, CustomStringConve
     public func needsRefresh(now: Date, margin: TimeInterval) -> Bool {
         let effective = lifetime.map { min(margin, $0 / 2) } ?? margin
         return expiresAt.timeIntervalSince(now) <= effective
-    }
-
-    /// A description without secrets.
-    public var description: String {
-        "StoredCredentials(keyid: \(signingKeyID), expiresAt: \(expiresAt), server: \(serverURL))"
     }
 
     /// The key to sign with.
@@ -144,13 +139,25 @@ public final class TokenStore: Sendable {
             unlink(temporary)
             throw error
         }
+        try syncDirectory()
+    }
+
+    /// Makes a rename or unlink in the container durable (fsync of the directory), so a
+    /// crash right after sign-in, refresh or sign-out cannot bring the old file back.
+    private func syncDirectory() throws(AuthError) {
+        let fd = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.system("cannot open", directory.path) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw Self.system("cannot sync", directory.path) }
     }
 
     /// Removes the credentials (sign-out for every app of the suite).
     public func remove() throws(AuthError) {
-        if unlink(fileURL.path) != 0 && errno != ENOENT {
-            throw Self.system("cannot remove", fileURL.path)
+        if unlink(fileURL.path) != 0 {
+            guard errno == ENOENT else { throw Self.system("cannot remove", fileURL.path) }
+            return
         }
+        try syncDirectory()
     }
 
     // MARK: Refresh lease
@@ -162,8 +169,10 @@ public final class TokenStore: Sendable {
     }
 
     /// Tries once to take the lease for `duration`; `nil` when another live holder has it.
-    func tryAcquireLease(duration: TimeInterval, now: Date = Date()) throws(AuthError) -> Lease? {
-        try withGuard { () throws(AuthError) -> Lease? in
+    func tryAcquireLease(duration: TimeInterval, now: Date = Date()) async throws(AuthError)
+        -> Lease?
+    {
+        try await withGuard { () throws(AuthError) -> Lease? in
             if let current = readLease(), current.expiresAt > now { return nil }
             let lease = Lease(owner: "\(getpid())-\(UUID().uuidString)", expiresAt: now + duration)
             let text =
@@ -182,8 +191,8 @@ public final class TokenStore: Sendable {
     }
 
     /// Gives the lease back if this holder still has it.
-    func releaseLease(_ lease: Lease) {
-        _ = try? withGuard { () throws(AuthError) in
+    func releaseLease(_ lease: Lease) async {
+        _ = try? await withGuard { () throws(AuthError) in
             if let current = readLease(), current.owner == lease.owner { unlink(leasePath) }
         }
     }
@@ -203,8 +212,9 @@ public final class TokenStore: Sendable {
     }
 
     /// Runs `body` under an exclusive `flock` of the guard file. The lock is only ever held
-    /// for a few file operations; a dead holder's lock is released by the kernel.
-    private func withGuard<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T {
+    /// for a few file operations; a dead holder's lock is released by the kernel. Waiting for
+    /// it suspends the task (never blocks a thread), 2 s at most (a stopped holder).
+    private func withGuard<T>(_ body: () throws(AuthError) -> T) async throws(AuthError) -> T {
         let fd = open(guardPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Self.system("cannot open the refresh lock", guardPath) }
         defer { close(fd) }
@@ -214,7 +224,11 @@ public final class TokenStore: Sendable {
                 throw AuthError(.tokenStore, "refresh lock \(guardPath) stayed busy")
             }
             attempts += 1
-            usleep(1_000)
+            do {
+                try await Task.sleep(for: .milliseconds(1))
+            } catch {
+                throw AuthError(.cancelled, "waiting for the refresh lock was cancelled")
+            }
         }
         defer { flock(fd, LOCK_UN) }
         return try body()

@@ -1,9 +1,10 @@
-import Auth
 import Foundation
 import Hummingbird
 import Logging
 import ServiceLifecycle
 import Synchronization
+
+@testable import Auth
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -12,10 +13,15 @@ import Synchronization
 /// A small store-server stand-in on a real socket: the token endpoint, revocation, and
 /// signed routes checked with `TokenIssuer` and `SignatureVerifier`.
 final class TestServer: Sendable {
+    /// Decides a refresh request before the issuer sees it: a response to answer instead,
+    /// or `nil` to go on normally. Gets the refresh token and the hit number (1-based).
+    typealias RefreshHook = @Sendable (_ token: String, _ hit: Int) async throws -> Response?
+
     struct Knobs {
         var refreshDelay: Duration = .zero
-        var refreshFailsWith: Int?
+        var refreshHook: RefreshHook?
         var refreshCount = 0
+        var tokenRequests = 0
         var hits: [String: Int] = [:]
         var rejections: [String] = []
         /// Access tokens this server treats as expired (as if its clock had passed them).
@@ -34,47 +40,48 @@ final class TestServer: Sendable {
     let stallGate = Gate()
     let logger: Logger
 
-    init(accessTokenLifetime: TimeInterval = 900, logger: Logger = Logger(label: "test-server"))
-        throws
-    {
+    init(
+        accessTokenLifetime: TimeInterval = 900,
+        rotationGrace: TimeInterval = 30,
+        logger: Logger = Logger(label: "test-server")
+    ) throws {
         self.logger = logger
-        issuer = TokenIssuer(accessTokenLifetime: accessTokenLifetime, logger: logger)
+        issuer = TokenIssuer(
+            accessTokenLifetime: accessTokenLifetime,
+            rotationGrace: rotationGrace,
+            logger: logger
+        )
         verifier = SignatureVerifier(logger: logger)
         passwordHash = try hasher.hash(Self.password)
     }
 
+    /// Sets the refresh hook.
+    func onRefresh(_ hook: @escaping RefreshHook) { knobs.withLock { $0.refreshHook = hook } }
+
     var refreshCount: Int { knobs.withLock { $0.refreshCount } }
+    /// Requests that reached the token endpoint.
+    var tokenRequests: Int { knobs.withLock { $0.tokenRequests } }
     func hits(_ key: String) -> Int { knobs.withLock { $0.hits[key, default: 0] } }
     var rejections: [String] { knobs.withLock { $0.rejections } }
 
-    /// Runs the server on port 0 and calls `body` with its base URL.
-    func run<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws -> T {
+    /// Runs the server on `host` and `port` (0: any free port) and calls `body` with its
+    /// base URL.
+    func run<T: Sendable>(
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        _ body: @Sendable (URL) async throws -> T
+    ) async throws -> T {
         defer { stallGate.open() }
-        return try await serve(makeRouter(), logger: logger) { url in
+        return try await serve(makeRouter(), host: host, port: port, logger: logger) { url in
             defer { stallGate.open() }
             return try await body(url)
         }
     }
 
-    /// A second origin: `/inspect` reports which credential headers arrived.
-    static func runInspector<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws
-        -> T
-    {
-        let router = Router()
-        router.get("/inspect") { request, _ -> Response in
-            let seen: [String: Bool] = [
-                "authorization": header("authorization", request) != nil,
-                "signature": header("signature", request) != nil,
-                "signatureInput": header("signature-input", request) != nil,
-            ]
-            return json(200, try JSONEncoder().encode(seen))
-        }
-        return try await serve(router, logger: Logger(label: "inspector"), body)
-    }
-
     private func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
         router.post("/v1/auth/token") { [self] request, _ -> Response in
+            knobs.withLock { $0.tokenRequests += 1 }
             let body = Array(try await request.body.collect(upTo: 64 * 1024).readableBytesView)
             let grant: TokenGrant
             do {
@@ -106,12 +113,12 @@ final class TestServer: Sendable {
                     try await issuer.issue(subject: user)
                 }
             case .refreshToken(let token):
-                let (delay, failure) = knobs.withLock { knobs in
+                let (delay, hook, hit) = knobs.withLock { knobs in
                     knobs.refreshCount += 1
-                    return (knobs.refreshDelay, knobs.refreshFailsWith)
+                    return (knobs.refreshDelay, knobs.refreshHook, knobs.refreshCount)
                 }
                 try await Task.sleep(for: delay)
-                if let failure { return json(failure, Data("{}".utf8)) }
+                if let hook, let answer = try await hook(token, hit) { return answer }
                 return await tokenAnswer { () async throws(TokenRejection) in
                     try await issuer.refresh(refreshToken: token)
                 }
@@ -146,10 +153,26 @@ final class TestServer: Sendable {
                 return json(200, Data("{}".utf8))
             }
         }
-        router.get("/v1/redirect") { [self] request, _ -> Response in
+        // `?to=URL&status=302|307|308`: a redirect (after the request passed the checks).
+        for method in [HTTPRequest.Method.get, .post] {
+            router.on("/v1/redirect", method: method) { [self] request, _ -> Response in
+                try await guarded(request) { _, _ in
+                    let query = request.uri.queryParameters
+                    let target = query.get("to") ?? "/v1/echo"
+                    let status = Int(query.get("status") ?? "302") ?? 302
+                    return Response(status: .init(code: status), headers: [.location: target])
+                }
+            }
+        }
+        // A body of `?bytes=N` bytes (signed GET).
+        router.get("/v1/large") { [self] request, _ -> Response in
             try await guarded(request) { _, _ in
-                let target = request.uri.queryParameters.get("to") ?? "/v1/echo"
-                return Response(status: .found, headers: [.location: target])
+                let count = Int(request.uri.queryParameters.get("bytes") ?? "0") ?? 0
+                return Response(
+                    status: .ok,
+                    headers: [.contentType: "application/octet-stream"],
+                    body: .init(byteBuffer: ByteBuffer(repeating: UInt8(ascii: "x"), count: count))
+                )
             }
         }
         return router
@@ -231,13 +254,15 @@ final class TestServer: Sendable {
 /// `body` returns or throws.
 func serve<T: Sendable>(
     _ router: Router<BasicRequestContext>,
+    host: String = "127.0.0.1",
+    port: Int = 0,
     logger: Logger,
     _ body: @Sendable (URL) async throws -> T
 ) async throws -> T {
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     let app = Application(
         router: router,
-        configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+        configuration: .init(address: .hostname(host, port: port)),
         onServerRunning: { channel in
             continuation.yield(channel.localAddress?.port ?? 0)
             continuation.finish()
@@ -258,7 +283,7 @@ func serve<T: Sendable>(
             throw CancellationError()
         }
         do {
-            let result = try await body(URL(string: "http://127.0.0.1:\(port)")!)
+            let result = try await body(URL(string: "http://\(host):\(port)")!)
             await services.triggerGracefulShutdown()
             return result
         } catch {
@@ -281,6 +306,57 @@ func problem(_ problem: ProblemDetails) -> Response {
         status: .init(code: problem.status),
         headers: [.contentType: ProblemDetails.mediaType],
         body: .init(byteBuffer: ByteBuffer(bytes: problem.jsonData()))
+    )
+}
+
+/// A second origin that records every request it gets and answers 200 `{}` to anything:
+/// the tests check that no credential, signature or body ever reaches it.
+final class Inspector: Sendable {
+    struct Seen: Sendable, Equatable {
+        var method: String
+        var path: String
+        var authorization: Bool
+        var signature: Bool
+        var bodyBytes: Int
+    }
+
+    private let log = Mutex<[Seen]>([])
+    var seen: [Seen] { log.withLock { $0 } }
+
+    func run<T: Sendable>(_ body: @Sendable (URL) async throws -> T) async throws -> T {
+        let router = Router()
+        for method in [HTTPRequest.Method.get, .post, .put, .delete] {
+            router.on("**", method: method) { [self] request, _ -> Response in
+                let bytes = try await request.body.collect(upTo: 1 << 20).readableBytes
+                log.withLock {
+                    $0.append(
+                        Seen(
+                            method: request.method.rawValue,
+                            path: request.uri.path,
+                            authorization: TestServer.header("authorization", request) != nil,
+                            signature: TestServer.header("signature", request) != nil,
+                            bodyBytes: bytes
+                        )
+                    )
+                }
+                return json(200, Data("{}".utf8))
+            }
+        }
+        return try await serve(router, logger: Logger(label: "inspector"), body)
+    }
+}
+
+/// A response that sends its head and one byte of a longer body, then drops the connection:
+/// to the client, an answer lost on the way.
+func droppedAnswer() -> Response {
+    struct Dropped: Error {}
+    return Response(
+        status: .ok,
+        headers: [.contentType: "application/json", .contentLength: "4096"],
+        body: ResponseBody { writer in
+            try await writer.write(ByteBuffer(string: "{"))
+            throw Dropped()
+        }
     )
 }
 
@@ -311,9 +387,14 @@ final class Gate: Sendable {
     }
 }
 
-/// A log handler that keeps every rendered line, to check that no secret is logged.
+/// A log handler that keeps every rendered line, to check that no secret is logged, and
+/// lets a test wait for a line (an event) instead of sleeping.
 final class CapturingLogHandler: LogHandler, Sendable {
-    let lines: Mutex<[String]>
+    private struct State {
+        var lines: [String] = []
+        var waiters: [(text: String, gate: Gate)] = []
+    }
+    private let state = Mutex(State())
     var metadata: Logger.Metadata {
         get { [:] }
         set {}
@@ -323,7 +404,7 @@ final class CapturingLogHandler: LogHandler, Sendable {
         set {}
     }
 
-    init() { lines = Mutex([]) }
+    var lines: [String] { state.withLock { $0.lines } }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { nil }
@@ -333,26 +414,56 @@ final class CapturingLogHandler: LogHandler, Sendable {
     func log(event: LogEvent) {
         let rendered =
             "\(event.level) \(event.message) \(event.metadata ?? [:]) \(event.source) \(event.file)"
-        lines.withLock { $0.append(rendered) }
+        let ready = state.withLock { state in
+            state.lines.append(rendered)
+            let ready = state.waiters.filter { rendered.contains($0.text) }.map(\.gate)
+            state.waiters.removeAll { rendered.contains($0.text) }
+            return ready
+        }
+        for gate in ready { gate.open() }
+    }
+
+    /// A gate that opens at the first line (logged from now on, or already) containing `text`.
+    func gate(forLineContaining text: String) -> Gate {
+        let gate = Gate()
+        let seen = state.withLock { state in
+            if state.lines.contains(where: { $0.contains(text) }) { return true }
+            state.waiters.append((text, gate))
+            return false
+        }
+        if seen { gate.open() }
+        return gate
     }
 }
 
 /// Captured log lines shared by loggers.
 final class LogCapture: Sendable {
-    private let handler = CapturingLogHandler()
+    let handler = CapturingLogHandler()
     var logger: Logger {
         let handler = self.handler
         var logger = Logger(label: "capture", factory: { _ in handler })
         logger.logLevel = Logger.Level.trace
         return logger
     }
-    var lines: [String] { handler.lines.withLock { $0 } }
+    var lines: [String] { handler.lines }
+
+    /// Waits until a line containing `text` has been logged.
+    func waitForLine(containing text: String) async {
+        await handler.gate(forLineContaining: text).wait()
+    }
 }
 
 /// A wall clock shifted from the real one.
 struct ShiftedClock: AuthClock {
     var offset: TimeInterval
     func now() -> Date { Date() + offset }
+}
+
+/// Sends a request as is (no credentials added), following every redirect.
+func rawSend(_ transport: HTTPTransport, _ request: URLRequest) async throws(AuthError) -> (
+    Data, HTTPURLResponse
+) {
+    try await transport.send(request, deadline: .now + .seconds(10)) { _, _, new in .follow(new) }
 }
 
 /// A fresh temporary container directory (0700), removed by the caller.
@@ -374,10 +485,13 @@ func makeClient(
     clock: any AuthClock = SystemClock(),
     deadline: Duration = .seconds(20),
     retry: RetryPolicy = RetryPolicy(),
-    logger: Logger = Logger(label: "client")
+    logger: Logger = Logger(label: "client"),
+    configure: (inout AuthClientConfiguration) -> Void = { _ in }
 ) -> AuthClient {
-    AuthClient(
-        configuration: AuthClientConfiguration(serverURL: server, deadline: deadline, retry: retry),
+    var configuration = AuthClientConfiguration(serverURL: server, deadline: deadline, retry: retry)
+    configure(&configuration)
+    return AuthClient(
+        configuration: configuration,
         store: TokenStore(directory: directory),
         clock: clock,
         logger: logger

@@ -679,16 +679,17 @@ struct TokenStoreTests {
     }
 
     @Test("the lease is exclusive until released or expired")
-    func lease() throws {
+    func lease() async throws {
         let directory = try temporaryContainer()
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = TokenStore(directory: directory)
         let now = Date()
-        let held = try #require(try store.tryAcquireLease(duration: 5, now: now))
-        #expect(try store.tryAcquireLease(duration: 5, now: now + 1) == nil)
-        #expect(try store.tryAcquireLease(duration: 5, now: now + 6) != nil)  // expired: taken over
-        store.releaseLease(held)  // not the holder any more: leaves the new lease alone
-        #expect(try store.tryAcquireLease(duration: 5, now: now + 7) == nil)
+        let held = try #require(try await store.tryAcquireLease(duration: 5, now: now))
+        #expect(try await store.tryAcquireLease(duration: 5, now: now + 1) == nil)
+        // Expired: taken over.
+        #expect(try await store.tryAcquireLease(duration: 5, now: now + 6) != nil)
+        await store.releaseLease(held)  // not the holder any more: leaves the new lease alone
+        #expect(try await store.tryAcquireLease(duration: 5, now: now + 7) == nil)
     }
 
     @Test("a token lifetime shorter than the margin refreshes at half-life, not every call")

@@ -482,8 +482,6 @@ public enum ProblemType {
     public static let idempotencyKeyInUse = base + "idempotency-key-in-use"
     /// 403: a flag turns the action off for the store; see ``APIProblem/flag``.
     public static let featureDisabled = base + "feature-disabled"
-    /// 405: the route exists but not with this method.
-    public static let methodNotAllowed = base + "method-not-allowed"
     /// 413: the body is over the limit.
     public static let payloadTooLarge = base + "payload-too-large"
     /// 429: too many failed sign-ins; see the `Retry-After` header.

@@ -131,6 +131,7 @@ struct sf_frames {
     // TIFF
     TIFF *tif;
     mem_source tif_src;
+    int tif_direct;  // 8-bit contiguous grey or RGB (with alpha): read without the RGBA interface
     // GIF
     GifFileType *gif;
     mem_source gif_src;
@@ -688,15 +689,97 @@ static sf_image_status tiff_next(sf_frames *f, char *msg, size_t ms) {
     TIFFGetFieldDefaulted(f->tif, TIFFTAG_PHOTOMETRIC, &photometric);
     TIFFGetFieldDefaulted(f->tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
     TIFFGetFieldDefaulted(f->tif, TIFFTAG_EXTRASAMPLES, &extra_count, &extra);
+    uint16_t bps = 1, planar = PLANARCONFIG_CONTIG, orientation = ORIENTATION_TOPLEFT;
+    TIFFGetFieldDefaulted(f->tif, TIFFTAG_BITSPERSAMPLE, &bps);
+    TIFFGetFieldDefaulted(f->tif, TIFFTAG_PLANARCONFIG, &planar);
+    TIFFGetFieldDefaulted(f->tif, TIFFTAG_ORIENTATION, &orientation);
+    // The common layouts are read directly: fewer copies, and libtiff 4.5's RGBA interface
+    // misplaces the pixels of partial edge tiles of grey images with alpha.
+    f->tif_direct = bps == 8 && planar == PLANARCONFIG_CONTIG && orientation == ORIENTATION_TOPLEFT &&
+                    ((photometric == PHOTOMETRIC_MINISBLACK && (spp == 1 || spp == 2)) ||
+                     (photometric == PHOTOMETRIC_RGB && (spp == 3 || spp == 4)));
     int grey = (photometric == PHOTOMETRIC_MINISBLACK || photometric == PHOTOMETRIC_MINISWHITE) && spp == 1;
     f->width = (int)w;
     f->height = (int)h;
-    f->channels = grey ? 1 : (extra_count > 0 ? 4 : 3);
+    if (f->tif_direct) {
+        f->channels = spp == 1 ? 1 : spp == 3 ? 3 : 4;
+    } else {
+        f->channels = grey ? 1 : (extra_count > 0 ? 4 : 3);
+    }
+    return SF_IMAGE_OK;
+}
+
+// `count` pixels of `spp` 8-bit samples to the frame's channels (grey + alpha becomes RGBA).
+static void tiff_copy_row(const uint8_t *src, uint8_t *dst, size_t count, int spp) {
+    if (spp != 2) {
+        memcpy(dst, src, count * (size_t)spp);
+        return;
+    }
+    for (size_t x = 0; x < count; x++) {
+        dst[x * 4] = dst[x * 4 + 1] = dst[x * 4 + 2] = src[x * 2];
+        dst[x * 4 + 3] = src[x * 2 + 1];
+    }
+}
+
+static sf_image_status tiff_read_direct(sf_frames *f, uint8_t *pixels, size_t stride, char *msg, size_t ms) {
+    TIFF *tif = f->tif;
+    uint16_t spp = 1;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
+    size_t w = (size_t)f->width, h = (size_t)f->height, channels = (size_t)f->channels;
+    if (TIFFIsTiled(tif)) {
+        uint32_t tw = 0, th = 0;
+        TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
+        TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+        tmsize_t size = TIFFTileSize(tif);
+        if (tw == 0 || th == 0 || size <= 0 || (uint64_t)size < (uint64_t)tw * th * spp) {
+            set_message(msg, ms, "the TIFF tile layout is invalid");
+            return SF_IMAGE_CORRUPT;
+        }
+        uint8_t *tile = malloc((size_t)size);
+        if (!tile) return SF_IMAGE_NO_MEMORY;
+        for (size_t row = 0; row < h; row += th) {
+            for (size_t col = 0; col < w; col += tw) {
+                if (TIFFReadEncodedTile(tif, TIFFComputeTile(tif, (uint32_t)col, (uint32_t)row, 0, 0), tile, size) < 0) {
+                    free(tile);
+                    set_message(msg, ms, tiff_error[0] ? tiff_error : "a TIFF tile is truncated or corrupt");
+                    return SF_IMAGE_CORRUPT;
+                }
+                size_t rows = h - row < th ? h - row : th, cols = w - col < tw ? w - col : tw;
+                for (size_t y = 0; y < rows; y++)
+                    tiff_copy_row(tile + y * tw * spp, pixels + (row + y) * stride + col * channels, cols, spp);
+            }
+        }
+        free(tile);
+        return SF_IMAGE_OK;
+    }
+    uint32_t rows_per_strip = 0;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rows_per_strip);
+    if (rows_per_strip == 0 || rows_per_strip > h) rows_per_strip = (uint32_t)h;
+    tmsize_t size = TIFFStripSize(tif);
+    if (size <= 0) {
+        set_message(msg, ms, "the TIFF strip layout is invalid");
+        return SF_IMAGE_CORRUPT;
+    }
+    uint8_t *strip = malloc((size_t)size);
+    if (!strip) return SF_IMAGE_NO_MEMORY;
+    for (size_t row = 0; row < h; row += rows_per_strip) {
+        tmsize_t got = TIFFReadEncodedStrip(tif, TIFFComputeStrip(tif, (uint32_t)row, 0), strip, size);
+        size_t rows = h - row < rows_per_strip ? h - row : rows_per_strip;
+        if (got < 0 || (uint64_t)got < (uint64_t)rows * w * spp) {
+            free(strip);
+            set_message(msg, ms, tiff_error[0] ? tiff_error : "a TIFF strip is truncated or corrupt");
+            return got < 0 ? SF_IMAGE_CORRUPT : SF_IMAGE_TRUNCATED;
+        }
+        for (size_t y = 0; y < rows; y++)
+            tiff_copy_row(strip + y * w * spp, pixels + (row + y) * stride, w, spp);
+    }
+    free(strip);
     return SF_IMAGE_OK;
 }
 
 static sf_image_status tiff_read(sf_frames *f, uint8_t *pixels, size_t stride, char *msg, size_t ms) {
     tiff_error[0] = 0;
+    if (f->tif_direct) return tiff_read_direct(f, pixels, stride, msg, ms);
     size_t count = (size_t)f->width * (size_t)f->height;
     uint32_t *raster = malloc(count * sizeof(uint32_t));
     if (!raster) return SF_IMAGE_NO_MEMORY;

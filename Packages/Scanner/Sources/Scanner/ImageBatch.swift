@@ -118,6 +118,9 @@ public struct ScanInput: Sendable {
         case image(ImageBuffer)
         /// The process's standard input, read when the input is decoded.
         case standardInput
+        /// A file by the bytes of its path, for names that are not UTF-8 (which a `URL` on
+        /// Linux cannot hold); directory walks use it for every file.
+        case path([UInt8])
     }
 
     /// How results and errors name this input (the path as given, `-` for stdin, ...).

@@ -51,16 +51,7 @@ public struct InputCollection: Sendable {
     }
 
     static func input(forPath path: [UInt8]) -> ScanInput {
-        let url = (path + [0]).withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) {
-                URL(
-                    fileURLWithFileSystemRepresentation: $0.baseAddress!,
-                    isDirectory: false,
-                    relativeTo: nil
-                )
-            }
-        }
-        return ScanInput(name: TerminalText.name(path), source: .file(url))
+        ScanInput(name: TerminalText.name(path), source: .path(path))
     }
 
     private mutating func walk(_ directory: [UInt8], into found: inout [[UInt8]]) {
@@ -264,13 +255,8 @@ extension ScanInput {
             )
         case .standardInput:
             return try read(fd: 0, knownSize: nil, limits: limits, budget: budget)
-        case .file(let url):
-            let fd = url.withUnsafeFileSystemRepresentation { path -> Int32 in
-                guard let path else { return -1 }
-                var fd: Int32
-                repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
-                return fd
-            }
+        case .file, .path:
+            let fd = Self.open(source)
             guard fd >= 0 else {
                 let error = errno
                 throw ImageError(
@@ -299,6 +285,25 @@ extension ScanInput {
             }
             let size = (info.st_mode & S_IFMT) == S_IFREG ? Int(info.st_size) : nil
             return try read(fd: fd, knownSize: size, limits: limits, budget: budget)
+        }
+    }
+
+    /// Opens a file source for reading (-1 with `errno` on failure).
+    private static func open(_ source: Source) -> Int32 {
+        let path: [UInt8]
+        switch source {
+        case .file(let url): path = Array(url.path.utf8)
+        case .path(let bytes): path = bytes
+        default: return -1
+        }
+        return (path + [0]).withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { pointer -> Int32 in
+                var fd: Int32
+                repeat {
+                    fd = Glibc.open(pointer.baseAddress!, O_RDONLY | O_CLOEXEC)
+                } while fd < 0 && errno == EINTR
+                return fd
+            }
         }
     }
 

@@ -54,6 +54,15 @@ final class DirectoryWatcher: Sendable {
                 errno: error
             )
         }
+        // A directory this process holds open gets no IN_DELETE_SELF when it is removed (not
+        // until the last descriptor closes): its parent reports the removal instead.
+        let parent = (directory as NSString).deletingLastPathComponent
+        let ownName = Array((directory as NSString).lastPathComponent.utf8)
+        let parentWatch = inotify_add_watch(
+            inotifyFD,
+            parent.isEmpty ? "/" : parent,
+            UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM) | UInt32(IN_ONLYDIR)
+        )
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
             let error = errno
@@ -75,7 +84,14 @@ final class DirectoryWatcher: Sendable {
         let nameBytes = Set(names.map { Array($0.utf8) })
         let thread = Thread { [inotifyFD, wakeFD, wakeWriteFD, control] in
             control.state.withLock { $0.thread = pthread_self() }
-            Self.run(inotifyFD: inotifyFD, wakeFD: wakeFD, names: nameBytes, handler: handler)
+            Self.run(
+                inotifyFD: inotifyFD,
+                wakeFD: wakeFD,
+                names: nameBytes,
+                parentWatch: parentWatch,
+                ownName: ownName,
+                handler: handler
+            )
             // Closed under the lock so that `stop` never writes to a descriptor number that
             // has already been closed (and possibly reused).
             control.state.withLock { state in
@@ -114,6 +130,8 @@ final class DirectoryWatcher: Sendable {
         inotifyFD: Int32,
         wakeFD: Int32,
         names: Set<[UInt8]>,
+        parentWatch: Int32,
+        ownName: [UInt8],
         handler: @Sendable (Bool) -> Void
     ) {
         // Large enough for many events; inotify never splits one event across reads.
@@ -141,11 +159,26 @@ final class DirectoryWatcher: Sendable {
                 if count <= 0 { break }
                 var offset = 0
                 while offset + 16 <= count {
+                    let watch = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
                     let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
                     let length = Int(
                         buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)
                     )
-                    if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                    if watch == parentWatch && parentWatch >= 0 {
+                        // Only the watched directory's own removal or move matters here.
+                        if mask & UInt32(IN_IGNORED) == 0 && length > 0 {
+                            let start = buffer.advanced(by: offset + 16).assumingMemoryBound(
+                                to: UInt8.self
+                            )
+                            let name = Array(
+                                UnsafeBufferPointer(start: start, count: strnlen(start, length))
+                            )
+                            if name == ownName {
+                                relevant = true
+                                gone = true
+                            }
+                        }
+                    } else if mask & UInt32(IN_Q_OVERFLOW) != 0 {
                         relevant = true
                     } else if mask
                         & (UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_IGNORED)) != 0

@@ -640,6 +640,9 @@ public final class SharedStore: Sendable {
 
     /// Called on the watcher thread.
     private func storeChanged(directoryGone: Bool) {
+        var info = stat()
+        let directoryGone =
+            directoryGone || (fstat(files.directoryFD, &info) == 0 && info.st_nlink == 0)
         events.add(1, ordering: .releasing)
         if directoryGone {
             logger.warning("the suite container was removed; reads will check the file")

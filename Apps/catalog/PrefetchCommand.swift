@@ -1,0 +1,253 @@
+import ArgumentParser
+import CommandSupport
+import Foundation
+import ImageCache
+import Models
+import ProductImages
+import SuiteClient
+import Synchronization
+
+struct Prefetch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Load product images into the shared image cache, for fast and offline use.",
+        discussion: """
+            Lists the products (all, or those matching --query) and loads each image that is \
+            not fresh in the cache, --jobs at a time, with a progress bar on stderr when it \
+            is a terminal. The product details are kept too, so `catalog show` answers \
+            offline for every product prefetched.
+
+            Interrupted (Ctrl-C, SIGTERM) or stopped by the deadline (600 s unless \
+            --deadline says otherwise), it abandons the downloads in flight, keeps every \
+            image already loaded, and exits 130/143 (6 for the deadline); running it again \
+            loads only the rest.
+
+            Summary: JSON on stdout ({"total", "alreadyCached", "loaded", "failed", \
+            "interrupted"}) unless stdout is a terminal; a line on stderr.
+
+            Example: catalog prefetch --query kettle
+            """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("Only products matching this text.", valueName: "text"))
+    var query: String?
+
+    @Option(name: .long, help: ArgumentHelp("Images loaded at once (1…16).", valueName: "n"))
+    var jobs = 4
+
+    @OptionGroup var options: ClientOptions
+
+    func validate() throws {
+        guard (1...16).contains(jobs) else {
+            throw ValidationError("--jobs must be 1…16, got \(jobs)")
+        }
+    }
+
+    /// What a run did, as `--json` prints it.
+    struct Summary: Encodable {
+        var total: Int
+        var alreadyCached: Int
+        var loaded: Int
+        var failed: Int
+        var interrupted: Bool
+        var failures: [Failure]
+
+        struct Failure: Encodable {
+            var url: String
+            var error: String
+        }
+    }
+
+    func run() async throws {
+        try await withClient(options, defaultDeadline: 600) { client, output in
+            let products = try await listProducts(client)
+            var seen = Set<URL>()
+            let urls = products.compactMap { client.imageURL(of: $0) }.filter {
+                seen.insert($0).inserted
+            }
+            let cache = try ProductImageCache(
+                client: client,
+                maximumConcurrentDownloads: jobs,
+                logger: options.common.makeLogger(label: "catalog")
+            )
+            let bar = ProgressBar(enabled: Console.stderrIsTerminal && !output.quiet)
+            let requests = urls.map { ImageRequest(url: $0, priority: .low) }
+            // The loads run in a task the stop signal does not cancel: on a stop, no new
+            // image starts, downloads in flight are abandoned (nothing of theirs is written)
+            // and images being written finish, so the command returns with the cache whole.
+            let stop = StopRequest()
+            let jobs = self.jobs
+            // Never throws: `load` does not.
+            let result =
+                (try? await cache.stoppable(onStop: stop.request) {
+                    await Self.load(requests, cache: cache, jobs: jobs, stop: stop, bar: bar)
+                }) ?? Outcome()
+            bar.finish()
+            let interrupted = Task.isCancelled
+            let failures = result.failures
+            let summary = Summary(
+                total: urls.count,
+                alreadyCached: result.alreadyCached,
+                loaded: result.loaded,
+                failed: failures.count,
+                interrupted: interrupted,
+                failures: failures.map {
+                    Summary.Failure(
+                        url: $0.url.absoluteString,
+                        error: ProductImageCache.map($0.error, what: $0.url.path).message
+                    )
+                }
+            )
+            if output.json { try output.printJSON(summary) }
+            let cached = result.alreadyCached + result.loaded
+            if interrupted {
+                output.warning(
+                    "interrupted: \(cached) of \(urls.count) images are cached (\(result.loaded) loaded now); run `catalog prefetch` again to load the rest"
+                )
+                throw CancellationError()
+            }
+            output.note(
+                "\(urls.count) images: \(result.loaded) loaded, \(result.alreadyCached) already cached, \(failures.count) failed"
+            )
+            guard let first = failures.first else { return }
+            let errors = failures.map { ProductImageCache.map($0.error, what: $0.url.path) }
+            let offline = errors.allSatisfy { $0.code == .offline }
+            let firstError = errors[0]
+            throw SuiteClientError(
+                offline ? .offline : firstError.code == .cancelled ? .server : firstError.code,
+                "\(failures.count) of \(urls.count) images could not be loaded (first: \(first.url.path): \(firstError.message)); \(cached) are cached, and running prefetch again loads the rest"
+            )
+        }
+    }
+
+    /// What the loads did.
+    struct Outcome: Sendable {
+        var alreadyCached = 0
+        var loaded = 0
+        var failures: [(url: URL, error: ImageCacheError)] = []
+    }
+
+    /// Loads `requests` into the disk cache, `jobs` at a time, until done or `stop` is
+    /// requested (then no new one starts and those in flight end as abandoned).
+    static func load(
+        _ requests: [ImageRequest],
+        cache: ProductImageCache,
+        jobs: Int,
+        stop: StopRequest,
+        bar: ProgressBar
+    ) async -> Outcome {
+        var outcome = Outcome()
+        var done = 0
+        await withTaskGroup(of: (URL, Result<DataResponse, ImageCacheError>).self) { group in
+            var pending = requests.makeIterator()
+            func startNext() -> Bool {
+                guard !stop.isRequested, let request = pending.next() else { return false }
+                group.addTask {
+                    do throws(ImageCacheError) {
+                        return (request.url, .success(try await cache.pipeline.data(for: request)))
+                    } catch {
+                        return (request.url, .failure(error))
+                    }
+                }
+                return true
+            }
+            for _ in 0..<jobs where !startNext() { break }
+            while let (url, result) = await group.next() {
+                switch result {
+                case .success(let response) where response.isStale:
+                    // Served from the cache because the server could not answer.
+                    outcome.failures.append(
+                        (
+                            url,
+                            response.staleReason
+                                ?? ImageCacheError(code: .transportFailed, message: "stale")
+                        )
+                    )
+                case .success(let response) where response.source == .disk:
+                    outcome.alreadyCached += 1
+                case .success:
+                    outcome.loaded += 1
+                case .failure(let error) where error.code == .cancelled:
+                    break  // abandoned on a stop (nothing else cancels these loads)
+                case .failure(let error):
+                    outcome.failures.append((url, error))
+                }
+                done += 1
+                if !stop.isRequested { bar.update(done: done, total: requests.count) }
+                _ = startNext()
+            }
+        }
+        return outcome
+    }
+
+    /// Every product matching the query, page by page (200 at a time), with the forced
+    /// update checked on the first page. Kept answers are no use here: offline is an error.
+    private func listProducts(_ client: SuiteClient) async throws -> [Product] {
+        var request = ProductQuery(text: query, limit: 200)
+        var products: [Product] = []
+        var first = true
+        while true {
+            let page: Fetched<Page<Product>>
+            if first {
+                page = try await client.checkedRead { [request] () throws(SuiteClientError) in
+                    try await client.products(request)
+                }.value
+                first = false
+            } else {
+                page = try await client.products(request)
+            }
+            if case .cache(_, let reason) = page.origin {
+                throw SuiteClientError(.offline, "offline: \(reason); nothing can be prefetched")
+            }
+            products += page.value.items
+            guard let next = page.value.nextCursor else { return products }
+            request.cursor = next
+            try Task.checkCancellation()
+        }
+    }
+}
+
+/// Set once when the command is asked to stop.
+final class StopRequest: Sendable {
+    private let flag = Mutex(false)
+    func request() { flag.withLock { $0 = true } }
+    var isRequested: Bool { flag.withLock { $0 } }
+}
+
+/// A progress bar on stderr (`[#####-----] 120/500 images`), redrawn at most 10 times a
+/// second and on the last item; nothing when stderr is not a terminal.
+final class ProgressBar: Sendable {
+    private struct State {
+        var lastDraw: ContinuousClock.Instant?
+        var drawn = false
+    }
+
+    private let enabled: Bool
+    private let state = Mutex(State())
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func update(done: Int, total: Int) {
+        guard enabled, total > 0 else { return }
+        let now = ContinuousClock.now
+        let draw = state.withLock { state -> Bool in
+            if done < total, let last = state.lastDraw, now - last < .milliseconds(100) {
+                return false
+            }
+            state.lastDraw = now
+            state.drawn = true
+            return true
+        }
+        guard draw else { return }
+        let width = 30
+        let filled = width * done / total
+        let bar =
+            String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        Console.write("\r\u{1B}[K[\(bar)] \(done)/\(total) images")
+    }
+
+    /// Ends the bar's line, so later messages start on their own line.
+    func finish() {
+        let drawn = state.withLock { $0.drawn }
+        if enabled && drawn { Console.write("\n") }
+    }
+}

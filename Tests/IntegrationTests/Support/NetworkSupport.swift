@@ -1,0 +1,207 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The server's own count of answers, read from its Prometheus `/metrics`
+/// (`store_server_responses_total{route=…,status=…}`): what reached the real server.
+enum ServerMetrics {
+    static let imageRoute = "/v1/products/{gtin}/image"
+
+    /// Answers with `status` on `route` so far.
+    static func responses(_ server: StoreServerProcess, route: String, status: Int) throws -> Int {
+        let run = try CommandRunner.run(
+            URL(fileURLWithPath: "/usr/bin/curl"),
+            ["-s", "--max-time", "10", "\(server.url)/metrics"]
+        )
+        try #require(run.status == 0, "curl /metrics: \(run.stderr)")
+        var total = 0
+        for line in run.stdout.split(separator: "\n")
+        where line.hasPrefix("store_server_responses_total{")
+            && line.contains("route=\"\(route)\"") && line.contains("status=\"\(status)\"")
+        {
+            total += Int(Double(line.split(separator: " ").last ?? "0") ?? 0)
+        }
+        return total
+    }
+
+    /// Image answers (200 full, 304 revalidated).
+    static func images(_ server: StoreServerProcess, status: Int = 200) throws -> Int {
+        try responses(server, route: imageRoute, status: status)
+    }
+}
+
+/// A TCP relay on 127.0.0.1 (port 0) to `port` that holds every chunk from the server for
+/// `delay` before passing it on: a slow link made of real sockets, so a long download can be
+/// interrupted half-way. Stops (closing every connection) on `stop()` or deinit.
+final class SlowRelay: @unchecked Sendable {
+    // Safe: `sockets` is guarded by `lock`; the threads only touch their own descriptors.
+    let port: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var sockets: [Int32] = []
+    private var stopped = false
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    init(to target: Int, delay: Double) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        try #require(bound == 0 && listen(fd, 64) == 0, "relay cannot listen")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                getsockname(fd, $0, &length)
+            }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        listener = fd
+        let acceptor = listener
+        Thread.detachNewThread { [self] in
+            while true {
+                let client = accept(acceptor, nil, nil)
+                if client < 0 { return }
+                let upstream = Self.connectTo(target)
+                guard upstream >= 0, track([client, upstream]) else {
+                    close(client)
+                    if upstream >= 0 { close(upstream) }
+                    continue
+                }
+                Thread.detachNewThread { Self.pump(from: client, to: upstream, delay: 0) }
+                Thread.detachNewThread { Self.pump(from: upstream, to: client, delay: delay) }
+            }
+        }
+    }
+
+    private func track(_ fds: [Int32]) -> Bool {
+        lock.withLock {
+            guard !stopped else { return false }
+            sockets += fds
+            return true
+        }
+    }
+
+    private static func connectTo(_ port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        if connected != 0 {
+            close(fd)
+            return -1
+        }
+        return fd
+    }
+
+    private static func pump(from source: Int32, to sink: Int32, delay: Double) {
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = read(source, &buffer, buffer.count)
+            if count <= 0 { break }
+            if delay > 0 { usleep(useconds_t(delay * 1_000_000)) }
+            var offset = 0
+            while offset < count {
+                let written = buffer.withUnsafeBytes {
+                    send(sink, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL))
+                }
+                if written <= 0 { break }
+                offset += written
+            }
+            if offset < count { break }
+        }
+        shutdown(sink, Int32(SHUT_WR))
+        shutdown(source, Int32(SHUT_RD))
+    }
+
+    func stop() {
+        let fds: [Int32] = lock.withLock {
+            guard !stopped else { return [] }
+            stopped = true
+            return sockets
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        for fd in fds { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    deinit { stop() }
+}
+
+/// Runs a command with stdout on a pseudo-terminal of a given width (stderr on a pipe), as
+/// a person at a terminal sees it.
+enum TerminalRunner {
+    static func run(
+        _ executable: URL,
+        _ arguments: [String],
+        environment: [String: String],
+        columns: Int
+    ) throws -> CommandRun {
+        // /dev/ptmx with Linux's ioctls (Glibc's module leaves posix_openpt out):
+        // TIOCSPTLCK unlocks the slave, TIOCGPTN names it (_IOW/_IOR macros Swift cannot
+        // import; the numbers are the same on every Linux architecture Swift runs on).
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        try #require(master >= 0, "cannot open /dev/ptmx")
+        defer { close(master) }
+        var unlock: Int32 = 0
+        var number: UInt32 = 0
+        try #require(ioctl(master, UInt(0x4004_5431), &unlock) == 0)  // TIOCSPTLCK
+        try #require(ioctl(master, UInt(0x8004_5430), &number) == 0)  // TIOCGPTN
+        let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+        try #require(slave >= 0)
+        var size = winsize(ws_row: 60, ws_col: UInt16(columns), ws_xpixel: 0, ws_ypixel: 0)
+        _ = ioctl(slave, UInt(TIOCSWINSZ), &size)
+        var settings = termios()
+        tcgetattr(slave, &settings)
+        settings.c_oflag &= ~tcflag_t(OPOST)  // "\n" stays "\n"
+        tcsetattr(slave, TCSANOW, &settings)
+
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        process.standardOutput = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
+        let err = Pipe()
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        close(slave)
+        let output = Mutexed<Data>(Data())
+        let reader = Thread {
+            var data = Data()
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = read(master, &buffer, buffer.count)
+                if count <= 0 { break }  // EIO once the child and its copies have closed it
+                data.append(contentsOf: buffer[0..<count])
+            }
+            output.value = data
+        }
+        reader.start()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while !output.done { Thread.sleep(forTimeInterval: 0.01) }
+        return CommandRun(
+            status: process.terminationStatus,
+            stdout: String(decoding: output.value, as: UTF8.self),
+            stderr: String(decoding: errors, as: UTF8.self)
+        )
+    }
+}
