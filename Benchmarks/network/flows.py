@@ -174,7 +174,7 @@ def command_prepare(args):
         if status == 0:
             items = json.loads(out).get("items", [])
             pool["gtins"] = [item["gtin"] for item in items if item.get("gtin")][:3]
-            words = (items[0].get("name", "a").split() or ["a"]) if items else ["a"]
+            words = (items[0].get("title", "a").split() or ["a"]) if items else ["a"]
             pool["productSearch"] = words[0]
         else:
             print(f"warning: catalog search failed, catalog flows left out: {err.strip()}",
