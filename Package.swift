@@ -41,7 +41,7 @@ let package = Package(
         // Process start-up before any Swift code: standard descriptors, stop signals.
         .target(name: "CStartup", path: "Apps/CStartup"),
         // Shared by every app: the entry point, stop signals, checked stdout and stderr,
-        // log lines, suite version, exit codes, common flags, the JSON list page.
+        // log lines, suite version, exit codes, common flags, JSON output.
         .target(
             name: "CommandSupport",
             dependencies: [
@@ -57,6 +57,7 @@ let package = Package(
             name: "suite-defaults",
             dependencies: [
                 "CommandSupport",
+                .product(name: "Models", package: "Models"),
                 .product(name: "SharedDefaults", package: "SharedDefaults"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -88,10 +89,25 @@ let package = Package(
             path: "Apps/SuiteClient",
             swiftSettings: swiftSettings
         ),
+        // What the client apps (reservations, catalog) share: their server options, output,
+        // prompts and the login, logout and whoami commands, named after each app.
+        .target(
+            name: "ClientCommands",
+            dependencies: [
+                "CommandSupport",
+                "SuiteClient",
+                .product(name: "Models", package: "Models"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Apps/ClientCommands",
+            swiftSettings: swiftSettings
+        ),
         // Scanner stays off reservations' start path: `show --from-image` runs `scan`.
         .executableTarget(
             name: "reservations",
             dependencies: [
+                "ClientCommands",
                 "CommandSupport",
                 "SuiteClient",
                 .product(name: "Models", package: "Models"),
@@ -119,6 +135,7 @@ let package = Package(
         .executableTarget(
             name: "catalog",
             dependencies: [
+                "ClientCommands",
                 "CommandSupport",
                 "SuiteClient",
                 "ProductImages",

@@ -21,6 +21,8 @@ let package = Package(
         .package(path: "../Packages/ImageCache"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The RFC 8941 parser AuthBenchmarks compares Auth's own reader with.
+        .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
     ],
     targets: [
         .executableTarget(
@@ -57,6 +59,10 @@ let package = Package(
                 .product(name: "Auth", package: "Auth"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(
+                    name: "RawStructuredFieldValues",
+                    package: "swift-http-structured-headers"
+                ),
             ],
             path: "Benchmarks/AuthBenchmarks",
             plugins: benchmarkPlugin

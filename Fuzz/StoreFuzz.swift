@@ -32,7 +32,11 @@ public func storeFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             )
         else { return 0 }
         let text = value.jsonText()
-        guard let again = try? DefaultsValue(jsonText: text, maximumNestingDepth: DefaultsLimits.maximumNestingDepth + 1)
+        guard
+            let again = try? DefaultsValue(
+                jsonText: text,
+                maximumNestingDepth: DefaultsLimits.maximumNestingDepth + 1
+            )
         else { fatalError("the JSON writer wrote text its parser refuses: \(text)") }
         precondition(again.jsonText() == text, "JSON does not round-trip")
         _ = value.propertyListXML()
@@ -44,12 +48,16 @@ public func storeFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 func checkStore(_ bytes: [UInt8]) {
     guard case .success(let decoded) = StoreFormat.decode(bytes, count: bytes.count) else { return }
     let suite = DefaultsValue.dictionary(decoded.values)
-    guard let encoded = try? StoreFormat.encode(decoded.values, generation: decoded.header.generation)
+    guard
+        let encoded = try? StoreFormat.encode(decoded.values, generation: decoded.header.generation)
     else { fatalError("the writer refuses what the reader accepted") }
     guard case .success(let again) = StoreFormat.decode(encoded, count: encoded.count) else {
         fatalError("the reader refuses what the writer wrote")
     }
-    precondition(DefaultsValue.dictionary(again.values).jsonText() == suite.jsonText(), "store does not round-trip")
+    precondition(
+        DefaultsValue.dictionary(again.values).jsonText() == suite.jsonText(),
+        "store does not round-trip"
+    )
     _ = suite.jsonText(pretty: true)
     _ = suite.propertyListXML()
 }

@@ -83,11 +83,16 @@ if [[ -x "$bin/reservations" && -x "$bin/store-server" ]]; then
   today=$("$bin/reservations" list --date today --store "$berlin" --json)
   python3 - "$today" <<'PY'
 import json, sys
+from datetime import datetime
+from zoneinfo import ZoneInfo
 page = json.loads(sys.argv[1])
 for r in page["items"][:8]:
-    print(f'{r["confirmationCode"]}  {r["startsAt"][11:16]}Z  {r["status"]:10} '
-          f'{r["customer"]["givenName"]} {r["customer"]["familyName"]:12} {r["topic"]}')
-print(f'... {len(page["items"])} reservations today (JSON keys: {", ".join(sorted(page))})')
+    zone = ZoneInfo(r["store"]["timeZone"])
+    local = datetime.fromisoformat(r["startsAt"].replace("Z", "+00:00")).astimezone(zone)
+    name = f'{r["customer"]["givenName"]} {r["customer"]["familyName"]}'
+    print(f'    {r["confirmationCode"]}  {local:%H:%M} {local.tzname():5} {r["status"]:10} '
+          f'{name:20} {r["topic"]}')
+print(f'    ... {len(page["items"])} reservations today (JSON keys: {", ".join(sorted(page))})')
 PY
   code=$(python3 -c 'import json,sys; items=[r for r in json.loads(sys.argv[1])["items"] if r["status"]=="confirmed"]; print(items[0]["confirmationCode"] if items else "")' "$today")
   if [[ -z "$code" ]]; then

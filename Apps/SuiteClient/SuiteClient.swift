@@ -137,6 +137,7 @@ public final class SuiteClient: Sendable {
     let end: ContinuousClock.Instant
     let reachability: Reachability
     private let authClient = Mutex<AuthClient?>(nil)
+    private let sessionCheck = Mutex<Result<Void, SuiteClientError>?>(nil)
     private let plainTransport = Mutex<PlainTransport?>(nil)
 
     /// The shared-settings key of the server URL stored at sign-in.
@@ -221,6 +222,7 @@ public final class SuiteClient: Sendable {
                 throw Self.map(error, app: self.configuration.appName)
             }
         }
+        sessionCheck.withLock { $0 = nil }
         do {
             try settings.set(.string(server.url.absoluteString), forKey: Self.serverURLKey)
         } catch {
@@ -254,9 +256,21 @@ public final class SuiteClient: Sendable {
     /// (within the connect timeout), removes the token file in any case, and empties this
     /// app's offline cache so no customer data stays behind. Never blocked by a forced update.
     public func signOut() async throws(SuiteClientError) -> SignOutOutcome {
-        guard isSignedIn else {
+        guard let stored = try? tokens.load() else {
             cache.removeAll()
             return .notSignedIn
+        }
+        // The session is revoked where it was issued, whatever --server says now.
+        if let issuer = try? ServerEndpoint(
+            parsing: stored.serverURL,
+            source: .stored,
+            origin: "the session's server"
+        ), issuer.origin != server.origin {
+            var elsewhere = configuration
+            elsewhere.serverOption = issuer.url.absoluteString
+            elsewhere.environment["SHOPFLOOR_SERVER"] = nil
+            elsewhere.deadline = max(remainingTime, .milliseconds(1))
+            return try await SuiteClient(configuration: elsewhere, logger: logger).signOut()
         }
         let auth = self.auth
         let remaining = remainingTime
@@ -278,6 +292,53 @@ public final class SuiteClient: Sendable {
         }
         cache.removeAll()
         return outcome
+    }
+
+    /// Whether the stored session belongs to this server (same scheme, host and port).
+    /// Credentials are only ever sent to the server that issued them: with `--server`
+    /// pointing elsewhere, signed requests fail with `signInRequired` and public ones go
+    /// unsigned.
+    public var isSignedInHere: Bool {
+        if case .success = checkSession() { return true }
+        return false
+    }
+
+    /// Checks once per client that a session exists and belongs to ``server``.
+    func checkSession() -> Result<Void, SuiteClientError> {
+        sessionCheck.withLock { cached in
+            if let cached { return cached }
+            let result: Result<Void, SuiteClientError>
+            do throws(AuthError) {
+                if let stored = try tokens.load() {
+                    let issuer = try? ServerEndpoint(
+                        parsing: stored.serverURL,
+                        source: .stored,
+                        origin: "the session's server"
+                    )
+                    if issuer?.origin == server.origin {
+                        result = .success(())
+                    } else {
+                        result = .failure(
+                            SuiteClientError(
+                                .signInRequired,
+                                "signed in to \(stored.serverURL), not to \(server): run `\(configuration.appName) login --server \(server)`"
+                            )
+                        )
+                    }
+                } else {
+                    result = .failure(
+                        SuiteClientError(
+                            .signInRequired,
+                            "not signed in: run `\(configuration.appName) login`"
+                        )
+                    )
+                }
+            } catch {
+                result = .failure(SuiteClientError(.storage, error.message, cause: error))
+            }
+            cached = result
+            return result
+        }
     }
 
     /// The signed-in associate (`GET /v1/me`).
@@ -320,7 +381,7 @@ public final class SuiteClient: Sendable {
         }
         let fetched: Fetched<ClientConfigurationResponse>
         do {
-            let (data, response) = try await send(request, signed: isSignedIn)
+            let (data, response) = try await send(request, signed: isSignedInHere)
             if response.statusCode == 304, let kept, let keptValue {
                 fetched = Fetched(value: keptValue, origin: .server, etag: kept.etag)
                 try? cache.write(key, body: kept.body, etag: kept.etag)  // checked just now
@@ -406,6 +467,7 @@ public final class SuiteClient: Sendable {
         let remaining = remainingTime
         let app = configuration.appName
         if signed {
+            try checkSession().get()
             let auth = self.auth
             return try await raced { () throws(SuiteClientError) in
                 do throws(AuthError) {
@@ -729,6 +791,17 @@ public final class SuiteClient: Sendable {
             SuiteClientError(.cancelled, error.message, cause: error)
         case .tokenStore:
             SuiteClientError(.storage, error.message, cause: error)
+        case .originMismatch:
+            // Auth's own guard behind checkSession(): nothing was sent.
+            SuiteClientError(
+                .signInRequired,
+                "\(error.message) (run `\(app) login --server URL`)",
+                status: error.status,
+                cause: error
+            )
+        case .insecureTransport:
+            // The server URL is the problem: credentials need https off this machine.
+            SuiteClientError(.invalidInput, error.message, cause: error)
         case .invalidRequest:
             SuiteClientError(.invalidInput, error.message, cause: error)
         case .invalidResponse, .invalidPasswordHash:

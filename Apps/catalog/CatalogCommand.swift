@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClientCommands
 import CommandSupport
 
 /// `catalog`: products and their images from store-server, from a terminal.
@@ -45,8 +46,19 @@ struct CatalogCommand: SuiteCommand {
             """,
         version: SuiteVersion.current,
         subcommands: [
-            Search.self, Show.self, Lookup.self, Prefetch.self, CacheCommand.self, Login.self,
-            Logout.self, Whoami.self,
+            Search.self, Show.self, Lookup.self, Prefetch.self, CacheCommand.self,
+            Login<CatalogCommand>.self,
+            Logout<CatalogCommand>.self, Whoami<CatalogCommand>.self,
         ]
     )
 }
+
+extension CatalogCommand: SuiteClientApp {
+    static var appName: String { "catalog" }
+    static var deadlineHelp: String {
+        "Seconds the whole command may take (default 30; prefetch 600)."
+    }
+}
+
+/// The shared client options, named after this app.
+typealias ClientOptions = ClientCommands.ClientOptions<CatalogCommand>

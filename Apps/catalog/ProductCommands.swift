@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClientCommands
 import CommandSupport
 import Foundation
 import ImageCache

@@ -1,72 +1,12 @@
+import ClientCommands
 import CommandSupport
 import Foundation
 import Models
 import SuiteClient
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// Presentation: tables for people on a terminal, JSON for programs, messages on stderr.
-struct Output {
-    /// JSON on stdout (asked for, or stdout is not a terminal).
-    let json: Bool
-    /// Colour in tables: stdout is a terminal, `NO_COLOR` unset, `TERM` not `dumb`.
-    let color: Bool
-    let quiet: Bool
-
-    init(options: CommonOptions) {
-        let terminal = isatty(1) == 1
-        json = options.json || !terminal
-        let noColor = getenv("NO_COLOR").map { String(cString: $0) } ?? ""
-        let term = getenv("TERM").map { String(cString: $0) } ?? ""
-        color = terminal && !options.json && noColor.isEmpty && term != "dumb"
-        quiet = options.quiet
-    }
-
-    // MARK: stderr
-
-    func warning(_ text: String) { Console.warning(text) }
-
-    /// A note for people; `--quiet` drops it.
-    func note(_ text: String) { if !quiet { Console.note(text) } }
-
-    /// Says on stderr that `fetched` came from the offline cache, and how old it is.
-    func sayIfCached<Value>(_ fetched: Fetched<Value>, what: String) {
-        guard case .cache(let fetchedAt, let reason) = fetched.origin else { return }
-        warning(
-            "offline: \(reason); showing \(what) saved \(Self.age(since: fetchedAt)) ago (\(RFC3339.string(from: fetchedAt)))"
-        )
-    }
-
-    /// `12 s`, `5 min`, `3 h 4 min`, `2 days`.
-    static func age(since date: Date, now: Date = Date()) -> String {
-        let seconds = max(0, Int(now.timeIntervalSince(date)))
-        if seconds < 60 { return "\(seconds) s" }
-        if seconds < 3_600 { return "\(seconds / 60) min" }
-        if seconds < 86_400 {
-            let minutes = (seconds % 3_600) / 60
-            return minutes == 0 ? "\(seconds / 3_600) h" : "\(seconds / 3_600) h \(minutes) min"
-        }
-        let days = seconds / 86_400
-        return days == 1 ? "1 day" : "\(days) days"
-    }
-
-    // MARK: stdout
-
-    /// One JSON document on stdout, the suite's encoding (sorted keys, RFC 3339 instants).
-    func printJSON(_ value: some Encodable) throws {
-        let data = try ModelsJSON.makeEncoder().encode(value)
-        var text = String(decoding: data, as: UTF8.self)
-        text.append("\n")
-        try writeOut(text)
-    }
-
-    /// Writes to stdout in full (checked: a closed pipe or a full disk ends the command).
-    func writeOut(_ text: String) throws {
-        try StandardOutput.write(text)
-    }
-
+/// `reservations`' printers: reservations as tables or labelled lines, times in each store's
+/// time zone.
+extension Output {
     // MARK: Reservations
 
     /// A list: JSON page or a table with the times in each store's time zone.
@@ -114,56 +54,17 @@ struct Output {
         ]
         if let notes = r.notes, !notes.isEmpty { lines.append(("Notes", Cell(notes))) }
         lines.append(("Version", Cell(String(r.version))))
-        let width = lines.map(\.0.count).max() ?? 0
-        var out = ""
-        for (label, cell) in lines {
-            out += label.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
-            out += render(cell) + "\n"
-        }
-        try writeOut(out)
+        try writeOut(labelled(lines))
     }
 
     // MARK: Tables
 
-    struct Cell {
-        var text: String
-        var style: String? = nil
-        var alignRight = false
-
-        init(_ text: String, style: String? = nil, alignRight: Bool = false) {
-            // One line per cell: a newline in a topic or name must not break the table.
-            self.text = text.replacingOccurrences(of: "\n", with: " ")
-            self.style = style
-            self.alignRight = alignRight
-        }
-    }
-
-    func render(_ cell: Cell) -> String {
-        guard color, let style = cell.style else { return cell.text }
-        return "\u{1B}[\(style)m\(cell.text)\u{1B}[0m"
-    }
+    /// A table cell (newlines become spaces, optional ANSI style, alignment).
+    typealias Cell = TextTable.Cell
 
     /// Columns padded to their widest cell (in characters), two spaces apart.
     func table(header: [String], rows: [[Cell]]) -> String {
-        var widths = header.map(\.count)
-        for row in rows {
-            for (index, cell) in row.enumerated() where index < widths.count {
-                widths[index] = max(widths[index], cell.text.count)
-            }
-        }
-        func line(_ cells: [Cell]) -> String {
-            var parts: [String] = []
-            for (index, cell) in cells.enumerated() {
-                let pad = String(repeating: " ", count: widths[index] - cell.text.count)
-                let last = index == cells.count - 1
-                let text = render(cell)
-                parts.append(cell.alignRight ? pad + text : (last ? text : text + pad))
-            }
-            return parts.joined(separator: "  ") + "\n"
-        }
-        var out = line(header.map { Cell($0, style: "1") })
-        for row in rows { out += line(row) }
-        return out
+        TextTable(header: header, rows: rows).render(color: color)
     }
 
     /// ANSI styles by status.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClientCommands
 import CommandSupport
 
 /// `reservations`: store staff's lookups and check-ins from a terminal, on store-server.
@@ -48,8 +49,16 @@ struct ReservationsCommand: SuiteCommand {
             """,
         version: SuiteVersion.current,
         subcommands: [
-            Login.self, Logout.self, Whoami.self, List.self, Search.self, Show.self,
+            Login<ReservationsCommand>.self, Logout<ReservationsCommand>.self,
+            Whoami<ReservationsCommand>.self, List.self, Search.self, Show.self,
             CheckIn.self, Cancel.self, Reschedule.self, New.self, Config.self,
         ]
     )
 }
+
+extension ReservationsCommand: SuiteClientApp {
+    static var appName: String { "reservations" }
+}
+
+/// The shared client options, named after this app.
+typealias ClientOptions = ClientCommands.ClientOptions<ReservationsCommand>

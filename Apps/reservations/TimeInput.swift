@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClientCommands
 import Foundation
 import Models
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CommandSupport
 import Foundation
+import Models
 import SharedDefaults
 
 struct Read: ParsableCommand {
@@ -102,7 +103,7 @@ struct Domains: ParsableCommand {
     func run() throws {
         let suites = try SuiteContainer.suitesWithStores()
         if global.common.json {
-            try emit(JSONOutput.line(ListPage(items: suites)))
+            try emit(JSONOutput.line(Page(items: suites)))
         } else {
             for suite in suites { try emit(suite) }
         }
@@ -122,7 +123,7 @@ struct Find: ParsableCommand {
     @Argument(help: "The text to look for.") var word: String
 
     /// One match in `--json` output.
-    struct Match: Encodable {
+    struct Match: Codable {
         var suite: String
         var key: String
         var value: DefaultsValue
@@ -153,7 +154,7 @@ struct Find: ParsableCommand {
             }
         }
         if global.common.json {
-            try emit(JSONOutput.line(ListPage(items: matches)))
+            try emit(JSONOutput.line(Page(items: matches)))
         } else {
             for match in matches {
                 try emit("\(match.suite) \(match.key) = \(match.value.jsonText())")

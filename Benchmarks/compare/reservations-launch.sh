@@ -11,35 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${1:?usage: reservations-launch.sh BIN_PATH}
 runs=${BENCH_RUNS:-40}
-for tool in hyperfine curl python3; do
-  command -v "$tool" >/dev/null || { echo "error: $tool not installed (make deps)" >&2; exit 1; }
-done
-for app in reservations store-server suite-defaults; do
-  [[ -x "$bin/$app" ]] || { echo "error: $bin/$app not built" >&2; exit 1; }
-done
-work=$(mktemp -d "${TMPDIR:-/tmp}/reservations-bench.XXXXXX")
-server_pid=
-cleanup() {
-  [[ -n "$server_pid" ]] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-export SHOPFLOOR_HOME=$work/home NO_COLOR=1
-unset SHOPFLOOR_SERVER
-mkdir -m 700 "$SHOPFLOOR_HOME"
-
-"$bin/store-server" serve --port 0 --demo-data --database "$work/store.sqlite" \
-  --password-cost 1000 >"$work/server.out" 2>"$work/server.log" &
-server_pid=$!
-url=
-for _ in $(seq 1 1200); do
-  url=$(sed -n 's/^listening on //p' "$work/server.out")
-  [[ -n "$url" ]] && break
-  sleep 0.1
-done
-[[ -n "$url" ]] || { echo "error: store-server did not start" >&2; exit 1; }
-printf '%s' shopfloor-demo | "$bin/reservations" login --server "$url" --user demo \
-  --password-stdin 2>/dev/null
+source Benchmarks/compare/lib/client-launch.bash
+client_launch_setup reservations "$bin" reservations store-server suite-defaults
+client_launch_serve reservations
 code=$("$bin/reservations" search e --status confirmed --json |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["confirmationCode"])')
 "$bin/reservations" show "$code" >/dev/null
@@ -50,22 +24,9 @@ hyperfine -N --warmup 5 --runs "$runs" --export-json "$work/online.json" \
   -n "reservations show (loopback)" "$bin/reservations show $code --json" \
   -n "curl config (loopback)" "curl -s -o /dev/null $url/v1/config/client?app=reservations&version=0.1.0" \
   >/dev/null 2>&1
-kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=
+client_launch_stop_server
 hyperfine -N --warmup 5 --runs "$runs" --export-json "$work/offline.json" \
   -n "reservations show (cached, server down)" "$bin/reservations show $code --json --quiet" \
   >/dev/null 2>&1
 
-python3 - "$work/online.json" "$work/offline.json" <<'PY'
-import json, sys
-results = []
-for path in sys.argv[1:]:
-    results += json.load(open(path))["results"]
-by = {r["command"]: r for r in results}
-curl = by["curl config (loopback)"]["median"]
-print(f'{"command":42} {"p50 ms":>8} {"p95 ms":>8} {"vs curl":>8}')
-for r in results:
-    times = sorted(r["times"])
-    p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
-    print(f'{r["command"]:42} {r["median"] * 1e3:8.1f} {p95 * 1e3:8.1f} '
-          f'{r["median"] / curl:7.2f}x')
-PY
+client_launch_report 42 "$work/online.json" "$work/offline.json"

@@ -631,6 +631,37 @@ struct CatalogCommandTests {
         #expect(offline.status == 5, "kept configuration: \(offline.stderr)")
     }
 
+    @Test("logout names the server that issued the session; whoami offline shows the stored one")
+    func sessionCommands() throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "catalog-session")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let station = try Workstation()
+        defer { station.remove() }
+        let nobody = try station.catalog(["whoami"])
+        #expect(nobody.status == 77, "\(nobody.stderr)")
+        #expect(nobody.stderr.contains("not signed in (run `catalog login`)"), "\(nobody.stderr)")
+
+        // Signed out with --server elsewhere: revoked where it was issued, and said so.
+        try station.login(server)
+        let logout = try station.catalog(["logout", "--server", "http://127.0.0.1:9"])
+        #expect(logout.status == 0, "\(logout.stderr)")
+        #expect(logout.stderr.contains("signed out of \(server.url)"), "\(logout.stderr)")
+        #expect(try station.catalog(["whoami"]).status == 77)
+
+        // Server gone: the stored session, with a warning, instead of exit 6.
+        try station.login(server)
+        server.stop()
+        let offline = try station.catalog(["whoami", "--json"])
+        #expect(offline.status == 0, "\(offline.stderr)")
+        #expect(offline.stderr.contains("warning: offline"), "\(offline.stderr)")
+        #expect(
+            try decode([String: String].self, offline) == [
+                "username": "demo", "server": server.url,
+            ]
+        )
+    }
+
     @Test(
         "On a network that drops every packet, every command ends within the connect timeout + 1 s"
     )

@@ -80,6 +80,10 @@ func confirmedReservation(
     return try #require(usable.first, "no confirmed reservation in the demo data")
 }
 
+enum KnownFlags {
+    static let checkIn = "checkInEnabled"
+}
+
 enum DemoStores {
     static let chicago = UUID(uuidString: "5D0F1C2A-0002-4A00-8000-000000000002")!
     static let berlin = UUID(uuidString: "5D0F1C2A-0004-4A00-8000-000000000004")!
@@ -144,17 +148,37 @@ struct ReservationsCommandTests {
             environment: station.environment
         )
         #expect(settings.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == server.url)
+        // Another client app is signed in by the same login.
+        let catalogWhoami = try CommandRunner.run(
+            CommandRunner.builtBinary("catalog"),
+            ["whoami", "--json"],
+            environment: station.environment
+        )
+        #expect(catalogWhoami.status == 0, "\(catalogWhoami.stderr)")
+        #expect(try decode(Associate.self, catalogWhoami).username == "demo")
         let tokenFile = station.home.appendingPathComponent("shopfloor/auth-token.json").path
         let mode = try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions]
         #expect(mode as? Int == 0o600)
 
-        let logout = try station.run(["logout"])
-        #expect(logout.status == 0)
-        #expect(logout.stderr.contains("signed out"))
+        // The session is never sent to another server.
+        let elsewhere = try station.run(["whoami", "--server", "http://127.0.0.1:9"])
+        #expect(elsewhere.status == 77)
+        #expect(elsewhere.stderr.contains("signed in to \(server.url)"))
+
+        // Signing out with --server elsewhere revokes the session where it was issued.
+        let logout = try station.run(["logout", "--server", "http://127.0.0.1:9"])
+        #expect(logout.status == 0, "\(logout.stderr)")
+        #expect(logout.stderr.contains("signed out of \(server.url)"), "\(logout.stderr)")
         #expect(!FileManager.default.fileExists(atPath: tokenFile))
         let after = try station.run(["show", "41SJ-3EQ4"])
         #expect(after.status == 77)
         #expect(after.stderr.contains("login"))
+        let catalogAfter = try CommandRunner.run(
+            CommandRunner.builtBinary("catalog"),
+            ["whoami"],
+            environment: station.environment
+        )
+        #expect(catalogAfter.status == 77, "\(catalogAfter.stderr)")
     }
 
     @Test("Search, show by code and id, and a check-in made twice applies once")
@@ -384,6 +408,11 @@ struct ReservationsCommandTests {
         server.stop()
         let offline = try station.run(["show", found.id.uuidString])
         #expect(offline.status == 5, "kept configuration: \(offline.stderr)")
+        // The session is never sent to another server.
+        let elsewhere = try station.run(["whoami", "--server", "http://127.0.0.1:9"])
+        #expect(elsewhere.status == 77)
+        #expect(elsewhere.stderr.contains("signed in to \(server.url)"))
+
         let logout = try station.run(["logout"])
         #expect(logout.status == 0, "\(logout.stderr)")
     }
@@ -472,6 +501,59 @@ struct ReservationsCommandTests {
         #expect(logoutSeconds < 3)
     }
 
+    @Test(
+        "The configuration is revalidated with its ETag (304), and a change on the server applies"
+    )
+    func configurationRevalidated() throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-etag")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.stop() }
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let berlin = DemoStores.berlin.uuidString
+        /// The `config` command's flags for Berlin.
+        func flags() throws -> [String: FlagValue] {
+            let run = try station.run(["config", "--store", berlin, "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            return try decode(ClientConfigurationResponse.self, run).flags
+        }
+        /// The statuses the server logged for Berlin's configuration, once `count` are there.
+        func configStatuses(count: Int) -> [String] {
+            var statuses: [String] = []
+            let end = Date(timeIntervalSinceNow: 10)
+            repeat {
+                let log = (try? String(contentsOf: server.log, encoding: .utf8)) ?? ""
+                statuses = log.split(whereSeparator: \.isNewline)
+                    .filter { $0.contains("path: /v1/config/client,") }
+                    .compactMap { line in
+                        line.range(of: "status: ").map { String(line[$0.upperBound...].prefix(3)) }
+                    }
+                if statuses.count >= count { break }
+                Thread.sleep(forTimeInterval: 0.05)  // the server logs after it answers
+            } while Date() < end
+            return statuses
+        }
+        #expect(try flags()[KnownFlags.checkIn] == .bool(true))
+        let before = configStatuses(count: 2)
+        #expect(try flags()[KnownFlags.checkIn] == .bool(true))
+        let after = configStatuses(count: before.count + 1)
+        #expect(after.count == before.count + 1)
+        #expect(after.last == "304", "the kept copy was not revalidated: \(after)")
+
+        let set = try server.admin([
+            "config", "set-flag", KnownFlags.checkIn, "false", "--store", berlin,
+        ])
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(try flags()[KnownFlags.checkIn] == .bool(false))
+        #expect(configStatuses(count: after.count + 1).last == "200")
+        let found = try confirmedReservation(station, query: "e", store: berlin)
+        let checkIn = try station.run(["check-in", found.reservation.confirmationCode.description])
+        #expect(checkIn.status == 1)
+        #expect(checkIn.stderr.contains("check-in is turned off"), "\(checkIn.stderr)")
+    }
+
     @Test("After a server restart on the same database the session and data carry on")
     func serverRestart() throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-restart")
@@ -537,5 +619,177 @@ final class BlackHole {
     func close() {
         for fd in fds { Glibc.close(fd) }
         fds = []
+    }
+}
+
+/// `reservations login` on a pseudo-terminal, as a person at a terminal runs it.
+@Suite("reservations login at a terminal", .serialized)
+struct TerminalLoginTests {
+    /// Starts `arguments` with a new pseudo-terminal as stdin, stdout and stderr.
+    static func spawnOnTerminal(_ arguments: [String], environment: [String: String]) throws
+        -> (Process, master: Int32, slave: Int32)
+    {
+        // posix_openpt and friends are not in Swift's Glibc module: the same through
+        // /dev/ptmx and its ioctls (Linux: TIOCSPTLCK = _IOW('T', 0x31, int),
+        // TIOCGPTN = _IOR('T', 0x30, unsigned int)).
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        try #require(master >= 0)
+        var unlock: Int32 = 0
+        var number: UInt32 = 0
+        try #require(ioctl(master, UInt(0x4004_5431), &unlock) == 0)
+        try #require(ioctl(master, UInt(0x8004_5430), &number) == 0)
+        let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+        try #require(slave >= 0)
+        let process = Process()
+        process.executableURL = CommandRunner.builtBinary("reservations")
+        process.arguments = arguments
+        process.environment = environment
+        let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
+        process.standardInput = handle
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return (process, master, slave)
+    }
+
+    /// Reads from the terminal until `marker` appears (or 20 s pass).
+    static func read(_ master: Int32, until marker: String) -> String {
+        var text = ""
+        let end = Date(timeIntervalSinceNow: 20)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !text.contains(marker), Date() < end {
+            var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 200) > 0 else { continue }
+            let count = Glibc.read(master, &buffer, buffer.count)
+            guard count > 0 else { break }
+            text += String(decoding: buffer[..<count], as: UTF8.self)
+        }
+        return text
+    }
+
+    @Test(
+        "The password is asked without echo, and a SIGINT at the prompt exits 130 with echo back on"
+    )
+    func passwordWithoutEcho() throws {
+        let server = try SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        let arguments = ["login", "--server", server.url, "--user", "demo"]
+
+        var (process, master, slave) = try Self.spawnOnTerminal(
+            arguments,
+            environment: station.environment
+        )
+        var prompt = Self.read(master, until: "password for demo")
+        #expect(prompt.contains("password for demo"))
+        var settings = termios()
+        tcgetattr(slave, &settings)
+        #expect(settings.c_lflag & tcflag_t(ECHO) == 0, "echo is on at the password prompt")
+        _ = "shopfloor-demo\n".withCString { Glibc.write(master, $0, 15) }
+        let rest = Self.read(master, until: "signed in as demo")
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(rest)")
+        #expect(!rest.contains("shopfloor-demo"), "the password was echoed: \(rest)")
+        tcgetattr(slave, &settings)
+        #expect(settings.c_lflag & tcflag_t(ECHO) != 0, "echo stayed off")
+        close(master)
+        close(slave)
+
+        (process, master, slave) = try Self.spawnOnTerminal(
+            arguments,
+            environment: station.environment
+        )
+        prompt = Self.read(master, until: "password for demo")
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130)
+        tcgetattr(slave, &settings)
+        #expect(settings.c_lflag & tcflag_t(ECHO) != 0, "echo stayed off after SIGINT")
+        close(master)
+        close(slave)
+    }
+}
+
+extension TerminalLoginTests {
+    /// Everything the program writes to the terminal until it exits.
+    static func readAll(_ master: Int32, of process: Process) -> String {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let end = Date(timeIntervalSinceNow: 30)
+        while Date() < end {
+            var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 100) > 0 {
+                let count = Glibc.read(master, &buffer, buffer.count)
+                if count > 0 {
+                    bytes += buffer[..<count]
+                    continue
+                }
+            }
+            if !process.isRunning { break }
+        }
+        process.waitUntilExit()
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test(
+        "On a terminal show and list print for people: store time, colour unless NO_COLOR is set"
+    )
+    func terminalOutput() throws {
+        let server = try SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        try station.login(server)
+        let detail = try confirmedReservation(station, store: DemoStores.berlin.uuidString)
+        let code = detail.reservation.confirmationCode.description
+        // The expected wall-clock times, in Berlin whatever this machine's zone is.
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = try #require(TimeZone(identifier: detail.store.timeZone))
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        let start = formatter.string(from: detail.reservation.startsAt)
+        formatter.dateFormat = "HH:mm"
+        let span = "\(start)–\(formatter.string(from: detail.reservation.endsAt))"
+        let day = String(start.prefix(10))
+
+        var colour = station.environment
+        colour.removeValue(forKey: "NO_COLOR")
+        colour["TERM"] = "xterm-256color"
+        for (environment, coloured) in [(colour, true), (station.environment, false)] {
+            var (process, master, slave) = try Self.spawnOnTerminal(
+                ["show", code],
+                environment: environment
+            )
+            var text = Self.readAll(master, of: process)
+            close(master)
+            close(slave)
+            #expect(process.terminationStatus == 0, "\(text)")
+            #expect(!text.hasPrefix("{"), "JSON on a terminal: \(text)")
+            #expect(text.contains("\(span) \(detail.store.timeZone)"), "\(text)")
+            #expect(text.contains("\u{1B}[32mconfirmed\u{1B}[0m") == coloured, "\(text)")
+            #expect(text.contains("\u{1B}[") == coloured, "\(text)")
+
+            (process, master, slave) = try Self.spawnOnTerminal(
+                ["list", "--date", day, "--store", DemoStores.berlin.uuidString, "--limit", "200"],
+                environment: environment
+            )
+            text = Self.readAll(master, of: process)
+            close(master)
+            close(slave)
+            #expect(process.terminationStatus == 0, "\(text)")
+            #expect(text.contains("WHEN (store time)"), "\(text)")
+            // A terminal ends lines with "\r\n", one Character in Swift.
+            let row = text.split(whereSeparator: \.isNewline).first { $0.hasPrefix(code) }
+            #expect(row?.contains(span) == true, "no row for \(code) at \(span): \(text)")
+            #expect(text.contains("\u{1B}[") == coloured, "\(text)")
+        }
+        // Not a terminal: JSON, never colour, even without NO_COLOR.
+        let piped = try CommandRunner.run(
+            CommandRunner.builtBinary("reservations"),
+            ["show", code],
+            environment: colour
+        )
+        #expect(piped.status == 0)
+        #expect(!piped.stdout.contains("\u{1B}["))
+        #expect(try decode(ReservationDetail.self, piped).reservation.id == detail.reservation.id)
     }
 }

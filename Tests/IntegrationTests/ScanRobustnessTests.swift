@@ -146,7 +146,7 @@ struct ScanRobustnessTests {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let huge = dir.appendingPathComponent("huge.png")
-        FileManager.default.createFile(atPath: huge.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: huge.path, contents: nil)
         #expect(truncate(huge.path, 6 << 30) == 0)
         let outcome = try Processes.run(ScanTool.binary, ["-q", "-f", "jsonl", huge.path])
         #expect(outcome.status == 1, "\(outcome)")

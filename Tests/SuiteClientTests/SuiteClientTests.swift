@@ -294,28 +294,44 @@ struct ConnectProbeTests {
         #expect(outcome == .reachable)
     }
 
+    // The timings below are of the blocking probe on the calling thread: the async entry
+    // point resumes on the cooperative pool, which the end-to-end suites of the same test
+    // process hold in blocking waits for their child processes on a loaded machine.
+
     @Test("A closed port is unreachable at once: connection refused")
     func refused() async throws {
         let port = try closedPort()
         let started = ContinuousClock.now
+        let direct = ConnectProbe.blockingProbe(host: "127.0.0.1", port: port, timeout: .seconds(2))
+        #expect(ContinuousClock.now - started < .seconds(1))
+        #expect(direct == .unreachable("connection refused"))
         let outcome = await ConnectProbe.run(host: "127.0.0.1", port: port, timeout: .seconds(2))
         #expect(outcome == .unreachable("connection refused"))
-        #expect(ContinuousClock.now - started < .seconds(1))
     }
 
     @Test("A host that never answers is given up on at the connect timeout")
     func silent() async throws {
         let listener = try SilentListener(fill: true)
         let started = ContinuousClock.now
-        let outcome = await ConnectProbe.run(
+        let direct = ConnectProbe.blockingProbe(
             host: "127.0.0.1",
             port: listener.port,
             timeout: .milliseconds(700)
         )
         let elapsed = ContinuousClock.now - started
-        #expect(outcome == .unreachable("no answer within 700 ms"))
+        #expect(direct == .unreachable("no answer within 700 ms"))
         #expect(elapsed >= .milliseconds(650))
         #expect(elapsed < .milliseconds(1_700))
+        // The async entry point gives the same answer; without the timeout a SYN to a full
+        // queue is retried for over a minute.
+        let asyncStarted = ContinuousClock.now
+        let outcome = await ConnectProbe.run(
+            host: "127.0.0.1",
+            port: listener.port,
+            timeout: .milliseconds(700)
+        )
+        #expect(outcome == .unreachable("no answer within 700 ms"))
+        #expect(ContinuousClock.now - asyncStarted < .seconds(20))
     }
 
     @Test("A name that does not resolve is unreachable, naming the host")
@@ -367,7 +383,9 @@ struct OfflineClientTests {
             return error?.code == .offline && error?.exitCode == 6
                 && error?.message.contains("no answer within 600 ms") == true
         }
-        #expect(ContinuousClock.now - started < .milliseconds(1_600))
+        // The message shows the connect timeout ended it; the time only that the 30 s command
+        // deadline did not (the margin is for a loaded machine, see `silent()`).
+        #expect(ContinuousClock.now - started < .seconds(20))
     }
 
     @Test("The last good configuration answers offline, and still enforces the minimum version")
@@ -414,6 +432,24 @@ struct OfflineClientTests {
             return error?.code == .updateRequired && error?.exitCode == 5
                 && error?.message.contains("1.2.3") == true
                 && error?.message.contains("2.0.0") == true
+        }
+    }
+
+    @Test("A session is never sent to a server other than the one that issued it")
+    func sessionBoundToItsServer() async throws {
+        let root = try temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let listener = try SilentListener(fill: false)
+        let client = try client(port: listener.port, root: root)
+        try client.tokens.save(StoredCredentialsFixture.make(server: "http://127.0.0.1:1"))
+        #expect(client.isSignedIn)
+        #expect(!client.isSignedInHere)
+        await #expect {
+            _ = try await client.me()
+        } throws: { error in
+            let error = error as? SuiteClientError
+            return error?.code == .signInRequired && error?.exitCode == 77
+                && error?.message.contains("signed in to http://127.0.0.1:1") == true
         }
     }
 
@@ -497,6 +533,36 @@ struct ProblemMappingTests {
                 && error.message.contains("detail naming the input")
                 && (status != 422 || error.description.contains("email: E-mail is not"))
         }
+    }
+}
+
+@Suite("Auth's errors become the suite's")
+struct AuthErrorMappingTests {
+    @Test(
+        "Each Auth error code maps to the suite's code and exit status, naming the way out",
+        arguments: [
+            (
+                AuthError.Code.signInRequired, SuiteClientError.Code.signInRequired, Int32(77),
+                "login"
+            ),
+            (.invalidCredentials, .signInRequired, 77, "wrong user name or password"),
+            (.originMismatch, .signInRequired, 77, "login --server"),
+            (.insecureTransport, .invalidInput, 64, "plain http"),
+            (.transport, .offline, 6, "connection"),
+            (.deadlineExceeded, .offline, 6, "connection"),
+            (.cancelled, .cancelled, 130, "connection"),
+            (.tokenStore, .storage, 1, "connection"),
+        ]
+    )
+    func mapping(auth: AuthError.Code, code: SuiteClientError.Code, exit: Int32, names: String) {
+        let error = SuiteClient.map(
+            AuthError(auth, "connection to 127.0.0.1:9 over plain http"),
+            app: "catalog"
+        )
+        #expect(error.code == code)
+        #expect(error.exitCode == exit)
+        #expect(error.description.contains(names), "\(error.description)")
+        #expect(auth != .signInRequired || error.description.contains("catalog login"))
     }
 }
 

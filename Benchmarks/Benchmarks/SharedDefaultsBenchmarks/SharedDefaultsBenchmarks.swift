@@ -117,11 +117,15 @@ private let suiteJSON: Data = {
     var entries: [String: DefaultsValue] = [:]
     for index in 0..<200 {
         switch index % 5 {
-        case 0: entries["string\(index)"] = .string("https://store-\(index).example/path?q=\(index)")
+        case 0:
+            entries["string\(index)"] = .string("https://store-\(index).example/path?q=\(index)")
         case 1: entries["int\(index)"] = .int(index * 1_000_003)
         case 2: entries["double\(index)"] = .double(Double(index) / 7)
         case 3: entries["list\(index)"] = [.int(index), "two", 3.5, true]
-        default: entries["dict\(index)"] = ["enabled": true, "limit": .int(index), "name": "n\(index)"]
+        default:
+            entries["dict\(index)"] = [
+                "enabled": true, "limit": .int(index), "name": .string("n\(index)"),
+            ]
         }
     }
     return Data(DefaultsValue.dictionary(entries).jsonText(pretty: true).utf8)

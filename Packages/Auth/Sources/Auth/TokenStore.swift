@@ -102,14 +102,7 @@ public final class TokenStore: Sendable {
 
     /// A cheap change stamp of the token file (inode, size, mtime), `nil` when absent.
     func stamp() -> FileStamp? {
-        var info = stat()
-        guard stat(fileURL.path, &info) == 0 else { return nil }
-        return FileStamp(
-            inode: UInt64(info.st_ino),
-            size: Int64(info.st_size),
-            seconds: Int64(info.st_mtim.tv_sec),
-            nanoseconds: Int64(info.st_mtim.tv_nsec)
-        )
+        FileIdentity(path: fileURL.path)
     }
 
     /// Writes the credentials atomically, `0600`.
@@ -240,9 +233,5 @@ public final class TokenStore: Sendable {
     }
 }
 
-struct FileStamp: Equatable, Sendable {
-    var inode: UInt64
-    var size: Int64
-    var seconds: Int64
-    var nanoseconds: Int64
-}
+/// The token file's change stamp: SharedDefaults' one file stamp.
+typealias FileStamp = FileIdentity

@@ -395,7 +395,7 @@ struct ClientTests {
             let task = Task { () throws(AuthError) -> Int in
                 try await get(client, "/v1/stall").1.statusCode
             }
-            try await Task.sleep(for: .milliseconds(300))
+            await server.stallEntered.wait()  // the request is at the server
             task.cancel()
             let result = await task.result
             #expect(throws: AuthError.self) { try result.get() }

@@ -38,6 +38,8 @@ final class TestServer: Sendable {
     let knobs = Mutex(Knobs())
     /// `/v1/stall` answers only once this opens (when `run`'s body has returned).
     let stallGate = Gate()
+    /// Opens when a request reaches `/v1/stall` (past the auth checks).
+    let stallEntered = Gate()
     let logger: Logger
 
     init(
@@ -149,6 +151,7 @@ final class TestServer: Sendable {
         router.get("/v1/busy") { [self] request, _ -> Response in try await busy(request) }
         router.get("/v1/stall") { [self] request, _ -> Response in
             try await guarded(request) { _, _ in
+                stallEntered.open()
                 await stallGate.wait()  // opened when the test's body has finished
                 return json(200, Data("{}".utf8))
             }

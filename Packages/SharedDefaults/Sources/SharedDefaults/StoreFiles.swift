@@ -192,28 +192,46 @@ final class StoreFiles: Sendable {
         return fd
     }
 
-    /// Identity of the store file (inode, size, change time), for stat-based refresh.
+    /// Identity of the store file, for stat-based refresh.
     func storeIdentity() -> FileIdentity? {
         var info = stat()
         guard fstatat(directoryFD, Self.storeName, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
             return nil
         }
-        return FileIdentity(
-            device: UInt64(info.st_dev),
-            inode: UInt64(info.st_ino),
-            size: Int64(info.st_size),
-            changeSeconds: Int64(info.st_ctim.tv_sec),
-            changeNanoseconds: Int64(info.st_ctim.tv_nsec)
-        )
+        return FileIdentity(info)
     }
 }
 
-struct FileIdentity: Equatable {
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var changeSeconds: Int64
-    var changeNanoseconds: Int64
+/// A cheap change stamp of a file: device, inode, size, modification and change times. Any
+/// write, replacement (rename over it), truncation or chmod gives a different stamp; one
+/// `stat` to take. The suite's packages use it to tell whether a file they cached changed
+/// (SharedStore's snapshot, Auth's credentials).
+public struct FileIdentity: Sendable, Hashable {
+    /// The device holding the file.
+    public var device: UInt64
+    /// The inode.
+    public var inode: UInt64
+    /// The size in bytes.
+    public var size: Int64
+    /// The modification time, in nanoseconds since 1970.
+    public var modified: Int64
+    /// The inode change time, in nanoseconds since 1970.
+    public var changed: Int64
+
+    /// The stamp of the file at `path` (links followed), or nil when it cannot be `stat`ed.
+    public init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        self.init(info)
+    }
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        modified = Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec)
+        changed = Int64(info.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctim.tv_nsec)
+    }
 }
 
 /// Reads until `buffer` is full or end of file; returns the count, or -1 with `errno`.

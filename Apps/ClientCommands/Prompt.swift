@@ -10,12 +10,12 @@ import Foundation
 nonisolated(unsafe) private var savedTerminal = termios()
 
 /// Questions to a person on stderr, answers from stdin. No lock is held while waiting.
-enum Prompt {
+public enum Prompt {
     /// Whether stdin is a terminal.
-    static var stdinIsTerminal: Bool { isatty(0) == 1 }
+    public static var stdinIsTerminal: Bool { isatty(0) == 1 }
 
     /// Asks for a line; nil at the end of input.
-    static func line(_ question: String) -> String? {
+    public static func line(_ question: String) -> String? {
         Console.write(question)
         return readLine(strippingNewline: true)
     }
@@ -23,7 +23,7 @@ enum Prompt {
     /// Asks for a secret with echo off (stdin must be a terminal); nil at the end of input.
     /// Echo comes back on after the answer, and on SIGINT/SIGTERM before the process exits
     /// (130/143).
-    static func secret(_ question: String) -> String? {
+    public static func secret(_ question: String) -> String? {
         var settings = termios()
         guard tcgetattr(0, &settings) == 0 else { return line(question) }
         savedTerminal = settings
@@ -41,7 +41,7 @@ enum Prompt {
     }
 
     /// Everything on stdin with one trailing newline removed (`--password-stdin`).
-    static func readAllStandardInput() -> String? {
+    public static func readAllStandardInput() -> String? {
         let data = FileHandle.standardInput.readDataToEndOfFile()
         guard var text = String(data: data, encoding: .utf8) else { return nil }
         // "\r\n" is one Character: either ending is one removeLast().
