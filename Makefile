@@ -18,7 +18,7 @@ export OMP_THREAD_LIMIT ?= 1
 FORMAT_PATHS := Package.swift Apps Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks \
   $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
 
-.PHONY: help deps build test test-packages stress fuzz demo bench format release clean
+.PHONY: help deps build test test-packages stress fuzz demo bench bench-network format release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 15
@@ -69,6 +69,9 @@ bench: deps build ## package-benchmark suites, then comparisons against the tool
 	  echo "==> $$s"; \
 	  bash "$$s" "$$($(SWIFT) build -c release --show-bin-path)"; \
 	done
+
+bench-network: deps build ## client flows over shaped links (3G, Edge, 2% loss, down) between network namespaces (root)
+	@bash Benchmarks/network/bench-network.sh "$$($(SWIFT) build -c release --show-bin-path)"
 
 format: ## format all Swift sources with swift-format and .swift-format
 	$(SWIFT) format --in-place --recursive --configuration .swift-format $(FORMAT_PATHS)
