@@ -477,8 +477,23 @@ public final class SuiteClient: Sendable {
                 }
             }
         }
-        let plain = self.plain
         let path = request.url?.path ?? "?"
+        if usesSocketTransport {
+            // The same loopback server only: a redirect elsewhere is refused by the transport.
+            let end = self.end
+            return try await raced { () throws(SuiteClientError) in
+                do throws(AuthError) {
+                    return try await SocketTransport().send(
+                        request,
+                        deadline: end,
+                        maxBodyBytes: Self.maxPublicResponseBytes
+                    ) { _, _, new in .follow(new) }
+                } catch {
+                    throw Self.map(error, app: app)
+                }
+            }
+        }
+        let plain = self.plain
         return try await raced { () throws(SuiteClientError) in
             do {
                 return try await plain.send(request)
@@ -657,17 +672,33 @@ public final class SuiteClient: Sendable {
         max(.zero, end - ContinuousClock.now)
     }
 
+    /// The longest answer to an unsigned request (the client configuration) that is read.
+    static let maxPublicResponseBytes = 16 << 20
+
+    /// Whether requests go over ``SocketTransport`` instead of URLSession: plain http to a
+    /// server on this machine, with no proxy in the environment. A short command then never
+    /// starts libcurl (its start-up, URLSession's threads) for the few kilobytes it asks for.
+    var usesSocketTransport: Bool {
+        SocketTransport.serves(server.url)
+            && !Reachability.proxyConfigured(configuration.environment)
+    }
+
     var auth: AuthClient {
         authClient.withLock { client in
             if let client { return client }
-            let made = AuthClient(
-                configuration: AuthClientConfiguration(
-                    serverURL: server.url,
-                    deadline: configuration.deadline
-                ),
-                store: tokens,
-                logger: logger
+            let authConfiguration = AuthClientConfiguration(
+                serverURL: server.url,
+                deadline: configuration.deadline
             )
+            let made =
+                usesSocketTransport
+                ? AuthClient(
+                    configuration: authConfiguration,
+                    store: tokens,
+                    transport: SocketTransport(),
+                    logger: logger
+                )
+                : AuthClient(configuration: authConfiguration, store: tokens, logger: logger)
             client = made
             return made
         }

@@ -53,7 +53,7 @@ public final class AuthClient: Sendable {
     public let configuration: AuthClientConfiguration
     /// The token store shared with the suite's other apps.
     public let store: TokenStore
-    private let transport: HTTPTransport
+    private let transport: any AuthHTTPTransport
     private let clock: any AuthClock
     private let logger: Logger
     private let cache: CredentialCache
@@ -71,20 +71,40 @@ public final class AuthClient: Sendable {
     ///   - clock: the wall clock (tests inject a skewed one).
     ///   - logger: request outcomes at `debug`, refreshes and redirects at `info`/`notice`;
     ///     never a token, key, password or signature.
-    public init(
+    public convenience init(
         configuration: AuthClientConfiguration,
         store: TokenStore,
         sessionConfiguration: URLSessionConfiguration = .ephemeral,
         clock: any AuthClock = SystemClock(),
         logger: Logger
     ) {
-        self.configuration = configuration
-        self.store = store
         sessionConfiguration.httpShouldSetCookies = false
         sessionConfiguration.httpCookieAcceptPolicy = .never
         sessionConfiguration.urlCache = nil
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        self.transport = HTTPTransport(configuration: sessionConfiguration)
+        self.init(
+            configuration: configuration,
+            store: store,
+            transport: HTTPTransport(configuration: sessionConfiguration),
+            clock: clock,
+            logger: logger
+        )
+    }
+
+    /// Creates a client that sends its requests through `transport` instead of URLSession
+    /// (for example a plain-socket HTTP/1.1 transport for a loopback server, which spares a
+    /// short-lived command libcurl's start-up). Everything else (signing, refresh, retries,
+    /// redirect rules, deadlines) is the same.
+    public init(
+        configuration: AuthClientConfiguration,
+        store: TokenStore,
+        transport: any AuthHTTPTransport,
+        clock: any AuthClock = SystemClock(),
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.transport = transport
         self.clock = clock
         self.logger = logger
         self.cache = CredentialCache(store: store)
@@ -660,7 +680,7 @@ public final class AuthClient: Sendable {
 
     /// Same origin: follow, signed again for the new target. Another origin: refused — the
     /// request carries credentials and maybe a body (307/308 would re-send it).
-    private func redirectRule(_ active: ActiveCredentials) -> HTTPTransport.RedirectRule {
+    private func redirectRule(_ active: ActiveCredentials) -> HTTPRedirectRule {
         { [self] original, status, new in redirectDecision(active, original, status, new) }
     }
 
@@ -669,7 +689,7 @@ public final class AuthClient: Sendable {
         _ original: URLRequest,
         _ status: Int,
         _ new: URLRequest
-    ) -> HTTPTransport.RedirectDecision {
+    ) -> HTTPRedirectDecision {
         guard Origin.of(new.url) == active.origin else {
             let to = Origin.of(new.url) ?? new.url?.scheme ?? "?"
             logger.notice(

@@ -1,24 +1,56 @@
-internal import Foundation
+public import Foundation
 internal import Synchronization
 
 #if canImport(FoundationNetworking)
-    internal import FoundationNetworking
+    public import FoundationNetworking
 #endif
+
+/// What a transport does with a redirect: follow it with a (re-signed) request, hand the
+/// 3xx answer back to the caller, or end the call with an error.
+public enum HTTPRedirectDecision: Sendable {
+    /// Send this request next (the new target, signed again when it carries credentials).
+    case follow(URLRequest)
+    /// End the call with the 3xx answer itself.
+    case deliver
+    /// End the call with this error; nothing is sent to the new target.
+    case refuse(AuthError)
+}
+
+/// Decides a redirect from the call's original request, the redirect's status and the
+/// request the transport would send next (URLSession's rules: the `Location` resolved
+/// against the current URL, the original headers; a 301/302 of a `POST` and every 303 become
+/// a `GET` without a body).
+public typealias HTTPRedirectRule =
+    @Sendable (_ original: URLRequest, _ status: Int, _ new: URLRequest) -> HTTPRedirectDecision
+
+/// How ``AuthClient`` sends a request and gets its answer. The default is URLSession
+/// (``AuthClient/init(configuration:store:sessionConfiguration:clock:logger:)``); another
+/// transport (SuiteClient's socket transport for loopback http) keeps the same contract:
+///
+/// - Any HTTP status is a result; only a failure to get one is an error.
+/// - At `deadline` the call ends with `deadlineExceeded`; when the calling task is cancelled
+///   it ends at once with `cancelled`; a connection that fails or cannot be opened is
+///   `transport` (retryable by Auth's policy).
+/// - A body longer than `maxBodyBytes` ends the call with `invalidResponse`.
+/// - Every redirect is put to `redirect` before anything is sent to its target.
+public protocol AuthHTTPTransport: Sendable {
+    /// Sends one request under the contract above.
+    func send(
+        _ request: URLRequest,
+        deadline: ContinuousClock.Instant,
+        maxBodyBytes: Int,
+        redirect: @escaping HTTPRedirectRule
+    ) async throws(AuthError) -> (Data, HTTPURLResponse)
+}
 
 /// Runs URLSession data tasks with an overall deadline, task cancellation, and a redirect
 /// hook per task. Linux URLSession only enforces idle timeouts, so the deadline is ours: at
 /// the deadline the call ends with `deadlineExceeded` and the URL task is cancelled.
-final class HTTPTransport: Sendable {
-    /// What to do with a redirect: follow it with a (re-signed) request, hand the 3xx
-    /// answer back to the caller, or end the call with an error.
-    enum RedirectDecision: Sendable {
-        case follow(URLRequest)
-        case deliver
-        case refuse(AuthError)
-    }
-    /// Decides a redirect from the original request, the redirect's status and its new request.
-    typealias RedirectRule =
-        @Sendable (_ original: URLRequest, _ status: Int, _ new: URLRequest) -> RedirectDecision
+final class HTTPTransport: AuthHTTPTransport {
+    /// What to do with a redirect (``HTTPRedirectDecision``).
+    typealias RedirectDecision = HTTPRedirectDecision
+    /// Decides a redirect (``HTTPRedirectRule``).
+    typealias RedirectRule = HTTPRedirectRule
 
     let session: URLSession
     private let delegate: TransportDelegate
@@ -203,8 +235,15 @@ final class CallState: Sendable {
 public struct TransportFailure: Error, Sendable, CustomStringConvertible {
     /// The NSError domain.
     public var domain: String
-    /// The NSError code (`NSURLErrorTimedOut`, ...).
+    /// The NSError code (`NSURLErrorTimedOut`, ...), or the `errno` of a socket call.
     public var code: Int
+
+    /// Creates a failure from an error domain (`NSURLErrorDomain`, `NSPOSIXErrorDomain`)
+    /// and code.
+    public init(domain: String, code: Int) {
+        self.domain = domain
+        self.code = code
+    }
     /// A description without secrets.
     public var description: String { "\(domain) \(code)" }
 }
