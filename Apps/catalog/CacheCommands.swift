@@ -20,6 +20,7 @@ struct CacheCommand: AsyncParsableCommand {
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "stats",
             abstract: "Show how many images the cache holds and how many bytes.",
             discussion: """
                 JSON (with --json or when stdout is not a terminal): {"directory", "entries", \
@@ -75,6 +76,7 @@ struct CacheCommand: AsyncParsableCommand {
 
     struct Clear: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "clear",
             abstract: "Remove every cached image (for every suite tool).",
             discussion: "Writes in flight in other processes still complete."
         )

@@ -10,6 +10,7 @@ import Synchronization
 
 struct Prefetch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "prefetch",
         abstract: "Load product images into the shared image cache, for fast and offline use.",
         discussion: """
             Lists the products (all, or those matching --query) and loads each image that is \

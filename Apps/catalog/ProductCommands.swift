@@ -10,6 +10,7 @@ import SuiteClient
 
 struct Search: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "search",
         abstract: "Find products by title, brand, SKU or GTIN.",
         discussion: """
             A table on a terminal, else (or with --json) a page {"items": [...], \
@@ -87,6 +88,7 @@ struct ImageOptions: ParsableArguments {
 
 struct Show: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "show",
         abstract: "Show one product by GTIN, with its image on a terminal.",
         discussion: """
             The GTIN in any form: 8, 12, 13 or 14 digits (spaces and hyphens ignored), a GS1 \
@@ -119,6 +121,7 @@ struct Show: AsyncParsableCommand {
 
 struct Lookup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "lookup",
         abstract: "Read a product's barcode from an image, then show the product.",
         discussion: """
             Reads EAN-13, EAN-8, UPC-A, UPC-E, ITF-14, GS1 DataBar, GS1 DataMatrix and GS1 \

@@ -120,6 +120,7 @@ struct CheckIn: AsyncParsableCommand {
 
 struct Cancel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "cancel",
         abstract: "Cancel a reservation (cancelling it again exits 0 and says so).",
         discussion: "Example: reservations cancel 41SJ-3EQ4"
     )
@@ -143,6 +144,7 @@ struct Cancel: AsyncParsableCommand {
 
 struct Reschedule: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "reschedule",
         abstract: "Move a reservation to another time (a change made meanwhile is a conflict).",
         discussion: """
             Times are the store's wall-clock time ('2025-06-02 10:00') or RFC 3339. Without \

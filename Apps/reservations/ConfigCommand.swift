@@ -7,6 +7,7 @@ import SuiteClient
 
 struct Config: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "config",
         abstract: "Show the active client configuration: versions, flags and the customer form.",
         discussion: """
             Flags are resolved for --store (default: your home store; none: global values). \

@@ -99,6 +99,7 @@ struct ListFilters: ParsableArguments {
 
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List the reservations of a day, in start order.",
         discussion: """
             The day is in each reservation's store's time zone; `today` is the store's today \
@@ -164,6 +165,7 @@ struct List: AsyncParsableCommand {
 
 struct Search: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "search",
         abstract: "Find reservations by customer name, e-mail, phone or confirmation code.",
         discussion: "Example: reservations search weber --status confirmed"
     )
@@ -200,6 +202,7 @@ struct Search: AsyncParsableCommand {
 
 struct Show: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "show",
         abstract: "Show one reservation, by id, code, or the QR code on a customer's pass.",
         discussion: """
             --from-image reads the pass with the suite's `scan` tool (found beside this program, \

@@ -7,6 +7,7 @@ import SuiteClient
 
 struct New: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "new",
         abstract: "Book a reservation, asking for the customer fields the store's form defines.",
         discussion: """
             The customer form comes from the store's configuration (`reservations config`); each \

@@ -6,6 +6,7 @@ import SharedDefaults
 
 struct Read: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "read",
         abstract: "Print one key's value, or the whole suite as JSON.",
         discussion: """
             With KEY, a string, number or date prints plainly (booleans as 1/0, dates RFC 3339, \
@@ -63,6 +64,7 @@ struct ReadType: ParsableCommand {
 
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract:
             "Write the suite to FILE (or stdout with -) as an XML property list, or JSON with --json.",
         discussion: """
@@ -95,6 +97,7 @@ struct Export: ParsableCommand {
 
 struct Domains: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "domains",
         abstract: "List the suites under the containers' root that hold settings, one per line."
     )
 
@@ -112,6 +115,7 @@ struct Domains: ParsableCommand {
 
 struct Find: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "find",
         abstract: "Search every suite's keys and values for WORD (case-insensitive).",
         discussion: """
             Prints `SUITE KEY = VALUE` per match (the value as JSON), or with --json \

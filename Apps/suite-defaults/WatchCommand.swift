@@ -5,6 +5,7 @@ import SharedDefaults
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract: "Print one JSON line per change to KEY (or to any key) until interrupted.",
         discussion: """
             Each line is {"suite", "key", "old", "new", "at"}: old/new as JSON (null when \

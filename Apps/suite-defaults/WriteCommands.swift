@@ -5,6 +5,7 @@ import SharedDefaults
 
 struct Write: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "write",
         abstract:
             "Set a key: write KEY [-string|-int|-float|-bool|-date|-data|-array|-dict|-json] VALUE...",
         discussion: """
@@ -269,6 +270,7 @@ enum WriteValue: Equatable {
 
 struct Delete: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "delete",
         abstract: "Remove a key, or every key of the suite when KEY is omitted.",
         discussion: "Exits 3 when KEY has no value."
     )
@@ -290,6 +292,7 @@ struct Delete: ParsableCommand {
 
 struct Rename: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "rename",
         abstract: "Move a value from OLD to NEW in one atomic change (replacing NEW).",
         discussion: "Exits 3 when OLD has no value."
     )
@@ -308,6 +311,7 @@ struct Rename: ParsableCommand {
 
 struct Increment: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "increment",
         abstract:
             "Add BY (default 1, may be negative) to an integer atomically and print the result.",
         discussion: """
@@ -354,6 +358,7 @@ struct Increment: ParsableCommand {
 
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "import",
         abstract:
             "Replace the suite with a dictionary from FILE (or stdin with -): property list or JSON.",
         discussion: """

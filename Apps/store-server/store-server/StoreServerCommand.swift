@@ -104,6 +104,7 @@ func runAdmin(_ options: DatabaseOptions, _ body: (StoreAdmin) async throws -> V
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Serve the API (first stdout line: listening on http://HOST:PORT).",
         discussion:
             "SIGINT or SIGTERM stops accepting connections, answers the requests in flight, then exits 130 or 143."
@@ -191,6 +192,7 @@ final class SignalRecorder {
 
 struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "migrate",
         abstract: "Apply pending schema migrations and exit."
     )
     @OptionGroup var options: DatabaseOptions
@@ -204,6 +206,7 @@ struct Migrate: AsyncParsableCommand {
 
 struct Seed: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "seed",
         abstract: "Load the deterministic demo data (into a database without stores)."
     )
     @Flag(help: "The demo data set (required).") var demo = false
@@ -257,6 +260,7 @@ struct UserCommand: AsyncParsableCommand {
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add an associate; the password comes from stdin."
         )
         @Argument(help: "The user name (letters, digits, '.', '_', '-').") var name: String
@@ -288,6 +292,7 @@ struct UserCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List associates (JSON with --json)."
         )
         @OptionGroup var options: DatabaseOptions
@@ -311,6 +316,7 @@ struct UserCommand: AsyncParsableCommand {
 
     struct Passwd: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "passwd",
             abstract: "Set an associate's password from stdin (signs them out everywhere)."
         )
         @Argument(help: "The user name.") var name: String
@@ -327,6 +333,7 @@ struct UserCommand: AsyncParsableCommand {
 
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "remove",
             abstract: "Remove an associate and end their sessions."
         )
         @Argument(help: "The user name.") var name: String
@@ -355,6 +362,7 @@ struct ConfigCommand: AsyncParsableCommand {
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Print the configuration as JSON (config import reads it back)."
         )
         @OptionGroup var options: DatabaseOptions
@@ -442,6 +450,7 @@ struct ConfigCommand: AsyncParsableCommand {
 
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "import",
             abstract: "Replace flags, form and minimum versions from a JSON file ('-' for stdin)."
         )
         @Argument(help: "A ClientConfiguration JSON file, as config show prints it.") var file:
