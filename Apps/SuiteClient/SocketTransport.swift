@@ -457,6 +457,8 @@ struct ResponseReader {
     // Chunked: bytes left in the current chunk (nil: a size line is next); trailers after 0.
     private var chunkLeft: Int?
     private var inTrailers = false
+    // Where the search for the end of the headers goes on (bytes before it were searched).
+    private var headerScan = 0
 
     init(maxHeaderBytes: Int, maxBodyBytes: Int, noBody: Bool = false) {
         self.maxHeaderBytes = maxHeaderBytes
@@ -485,7 +487,8 @@ struct ResponseReader {
         while true {
             guard let status, let framing else {
                 // Headers.
-                guard let end = find([13, 10, 13, 10]) else {
+                guard let end = find([13, 10, 13, 10], from: headerScan) else {
+                    headerScan = max(0, pending.count - 3)
                     return pending.count > maxHeaderBytes
                         ? .failed("has headers longer than \(maxHeaderBytes) bytes") : .more
                 }
@@ -494,6 +497,7 @@ struct ResponseReader {
                 }
                 let text = String(decoding: pending[0..<end], as: UTF8.self)
                 pending.removeFirst(end + 4)
+                headerScan = 0
                 if let failed = parseHead(text) { return failed }
                 continue
             }
@@ -588,9 +592,10 @@ struct ResponseReader {
         return nil
     }
 
-    private func find(_ needle: [UInt8]) -> Int? {
+    /// The first index of `needle` in the pending bytes at or after `start`.
+    private func find(_ needle: [UInt8], from start: Int = 0) -> Int? {
         guard pending.count >= needle.count else { return nil }
-        var index = 0
+        var index = start
         while index + needle.count <= pending.count {
             if pending[index] == needle[0], Array(pending[index..<index + needle.count]) == needle {
                 return index
