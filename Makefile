@@ -4,8 +4,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 SWIFT ?= swift
-# Every SwiftPM package under Packages/ is tested on its own, then the root package.
+# The capability packages under Packages/. The root package owns their test targets too
+# (same names and directories), so `make test` builds one graph: each dependency once.
 PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/Package.swift))))
+PACKAGE_TESTS := $(addsuffix Tests,$(PACKAGES))
+empty :=
+space := $(empty) $(empty)
 export SHOPFLOOR_CORPUS ?= $(abspath $(CURDIR)/../shared/corpus)
 # libtesseract uses OpenMP; our engines are pooled per thread, so one OpenMP thread each.
 export OMP_THREAD_LIMIT ?= 1
@@ -14,7 +18,7 @@ export OMP_THREAD_LIMIT ?= 1
 FORMAT_PATHS := Package.swift Apps Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks \
   $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
 
-.PHONY: help deps build test stress fuzz demo bench bench-network format release clean
+.PHONY: help deps build test test-packages stress fuzz demo bench bench-network format release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 15
@@ -26,19 +30,31 @@ build: deps ## release build of every app (binaries in `swift build -c release -
 	$(SWIFT) build -c release
 	@echo "binaries in $$($(SWIFT) build -c release --show-bin-path)"
 
-test: deps ## every package's tests, then the root package's integration tests
+test: deps ## build everything once, then each package's tests and the root package's, each in its own process
+	@echo "==> swift build --build-tests: the apps, every package and all their tests, one graph"
+	$(SWIFT) build --build-tests
+	@failed=(); \
+	for t in $(PACKAGE_TESTS); do \
+	  echo "==> swift test: $$t (Packages/$${t%Tests})"; \
+	  $(SWIFT) test --skip-build --disable-xctest --filter "^$$t\." || failed+=("$$t"); \
+	done; \
+	echo "==> swift test: the root package's tests (apps and integration)"; \
+	$(SWIFT) test --skip-build --disable-xctest \
+	  --skip '^($(subst $(space),|,$(PACKAGE_TESTS)))\.' || failed+=("root package"); \
+	if (( $${#failed[@]} )); then echo "error: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
+	echo "all test suites passed: $(PACKAGE_TESTS) and the root package's"
+
+test-packages: deps ## each package's tests on its own (`swift test --package-path`), as its users build it
 	@failed=(); \
 	for p in $(PACKAGES); do \
 	  echo "==> swift test: Packages/$$p"; \
-	  $(SWIFT) test --package-path Packages/$$p || failed+=("Packages/$$p"); \
+	  $(SWIFT) test --package-path Packages/$$p --disable-xctest || failed+=("Packages/$$p"); \
 	done; \
-	echo "==> swift test: root package (apps and integration tests)"; \
-	$(SWIFT) test || failed+=("root package"); \
 	if (( $${#failed[@]} )); then echo "error: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
-	echo "all test suites passed: $(PACKAGES) root"
+	echo "all package test suites passed on their own: $(PACKAGES)"
 
 stress: deps ## SharedDefaults' multi-process tests at full size (24,000 commits, about 4 minutes)
-	SHOPFLOOR_STRESS=1 $(SWIFT) test --package-path Packages/SharedDefaults --filter ProcessTests
+	SHOPFLOOR_STRESS=1 $(SWIFT) test --disable-xctest --filter 'SharedDefaultsTests\.ProcessTests'
 
 fuzz: deps ## libFuzzer on the store decoder, the JSON parser and the image decoders (FUZZ_SECONDS each, default 60)
 	@scripts/fuzz.sh

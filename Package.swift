@@ -238,3 +238,65 @@ let package = Package(
         ),
     ]
 )
+
+// The capability packages' own tests, in this one build graph: `make test` builds once here, so
+// swift-log, swift-crypto, SwiftNIO and the rest build once, not once per package, then runs
+// each package's tests in its own process (`swift test --skip-build --filter '^AuthTests\.'`).
+// Each target keeps its package's name and directory, so `swift test --package-path
+// Packages/X` still runs the same files on their own. The executables a test starts as a
+// second process are listed as dependencies so they are built beside the test bundle.
+package.dependencies += [
+    // AuthTests: HMAC keys, the test server's service group, the reference RFC 8941 parser.
+    .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
+]
+package.targets += [
+    .testTarget(
+        name: "ModelsTests",
+        dependencies: [.product(name: "Models", package: "Models")],
+        path: "Packages/Models/Tests/ModelsTests",
+        resources: [.copy("Resources")],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "SharedDefaultsTests",
+        dependencies: [
+            .product(name: "SharedDefaults", package: "SharedDefaults"),
+            .product(name: "SharedDefaultsStressTool", package: "SharedDefaults"),
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        path: "Packages/SharedDefaults/Tests/SharedDefaultsTests",
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "AuthTests",
+        dependencies: [
+            .product(name: "Auth", package: "Auth"),
+            .product(name: "AuthPeer", package: "Auth"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+        ],
+        path: "Packages/Auth/Tests/AuthTests",
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "ImageCacheTests",
+        dependencies: [
+            .product(name: "ImageCache", package: "ImageCache"),
+            .product(name: "ImageCacheStressTool", package: "ImageCache"),
+            .product(name: "Logging", package: "swift-log"),
+        ],
+        path: "Packages/ImageCache/Tests/ImageCacheTests",
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "ScannerTests",
+        dependencies: [.product(name: "Scanner", package: "Scanner")],
+        path: "Packages/Scanner/Tests/ScannerTests",
+        swiftSettings: swiftSettings
+    ),
+]

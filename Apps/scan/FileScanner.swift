@@ -15,6 +15,8 @@ struct ScanRecord: Sendable {
     var textError: OCRError? = nil
     /// `--text --validate`: only matches count as text found.
     var textValidated = false
+    /// `--annotate`: why the picture of this input could not be written.
+    var annotationError: String? = nil
 
     /// Readable, but nothing found.
     var isEmpty: Bool { error == nil && symbols.isEmpty && !hasText }
@@ -28,8 +30,11 @@ struct FileScanner: Sendable {
     var budget: MemoryBudget
     /// `--text`: recognition on the same pixels.
     var text: TextReader? = nil
+    /// `--annotate DIR`: a picture of what was read, per frame.
+    var annotation: AnnotationOutput? = nil
 
-    func scan(_ input: ScanInput) -> [ScanRecord] {
+    /// Scans input `index` of the batch (the index names its `--annotate` picture).
+    func scan(_ input: ScanInput, index: Int) -> [ScanRecord] {
         var records: [ScanRecord] = []
         input.forEachFrame(limits: limits, budget: budget) { result in
             switch result {
@@ -41,6 +46,14 @@ struct FileScanner: Sendable {
                     error: nil
                 )
                 if let text { record.addText(from: frame.image, reader: text) }
+                if let annotation {
+                    record.annotationError = annotation.write(
+                        frame.image,
+                        record: record,
+                        input: index,
+                        frame: record.frame
+                    )
+                }
                 records.append(record)
             case .failure(let error):
                 records.append(

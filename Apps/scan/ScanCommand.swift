@@ -34,6 +34,7 @@ struct ScanCommand: SuiteCommand {
               scan --recursive --jobs 2 --quiet shelf/ > codes.txt
               curl -s https://example.com/code.png | scan -
               scan --text --validate imei --format jsonl box.png   (OCR: "text", "lines", "matches")
+              scan --text --barcodes --annotate checked/ photos/*.jpg   (pictures of what was read)
             """,
         version: SuiteVersion.current
     )
@@ -95,6 +96,15 @@ struct ScanCommand: SuiteCommand {
     )
     var memoryBudget: Int = MemoryBudget.defaultCapacity >> 20
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Write a picture of what was read for each input into DIR (<name>.annotated.png): symbol outlines with their text, OCR line boxes with text and confidence.",
+            valueName: "DIR"
+        )
+    )
+    var annotate: String?
+
     @OptionGroup(title: "Text recognition (OCR)") var textMode: TextModeOptions
 
     @OptionGroup var common: CommonOptions
@@ -117,6 +127,7 @@ struct ScanCommand: SuiteCommand {
             throw ValidationError("stdin (-) can be read only once")
         }
         if common.json { format = .jsonl }
+        if annotate?.isEmpty == true { throw ValidationError("--annotate needs a directory") }
     }
 
     /// The suite's entry point, after `--text`'s one re-execution with OpenMP limited.
@@ -146,12 +157,22 @@ struct ScanCommand: SuiteCommand {
         }
 
         let textReader = try textMode.makeReader(region: region, logger: logger)
+        var annotation: AnnotationOutput?
+        if let annotate {
+            do throws(AnnotationSetupError) {
+                annotation = try AnnotationOutput.prepare(annotate, inputs: collected.inputs)
+            } catch {
+                Console.error(error.message)
+                throw ExitStatus.failure.exitCode
+            }
+        }
         let scanner = FileScanner(
             barcodes: textMode.readsBarcodes
                 ? BarcodeReader(options: options, logger: logger) : nil,
             limits: ImageLimits(maximumPixelCount: maxMegapixels * 1_000_000),
             budget: MemoryBudget(capacity: memoryBudget << 20),
-            text: textReader
+            text: textReader,
+            annotation: annotation
         )
         let writer = RecordWriter(format: format)
         let progress = Progress(
@@ -166,7 +187,7 @@ struct ScanCommand: SuiteCommand {
         let items = collected.inputs
         let stream = ImageBatch.process(count: items.count, jobs: jobs ?? ImageBatch.defaultJobs) {
             index in
-            scanner.scan(items[index])
+            scanner.scan(items[index], index: index)
         }
         // A stop signal cancels this task: the loop ends at once, abandoning the images in
         // progress, and the whole records already made are written.
@@ -183,6 +204,11 @@ struct ScanCommand: SuiteCommand {
                     Console.error(TerminalText.escaped(error.description))
                 } else if record.isEmpty {
                     sawEmpty = true
+                }
+                if let error = record.annotationError {
+                    sawUnreadable = true
+                    progress.clear()
+                    Console.error(TerminalText.escaped(error))
                 }
                 symbolCount += record.symbols.count
             }

@@ -21,8 +21,12 @@ struct TextModeOptions: ParsableArguments {
     )
     var validateSpecs: [String] = []
 
-    @Option(name: .long, help: "With --text: fast (one pass) or accurate (deskew, more passes).")
-    var level: LevelArgument = .fast
+    @Option(
+        name: .long,
+        help:
+            "With --text: auto (deskew, one pass, more passes only where unsure), fast (one pass) or accurate (deskew, more passes)."
+    )
+    var level: LevelArgument = .auto
 
     @Option(name: .long, help: "With --text: Tesseract languages, e.g. eng or eng+deu.")
     var lang: String = "eng"
@@ -90,11 +94,17 @@ struct TextModeOptions: ParsableArguments {
     }
 }
 
-/// `--level fast|accurate`
+/// `--level auto|fast|accurate`
 enum LevelArgument: String, ExpressibleByArgument, CaseIterable {
-    case fast, accurate
+    case auto, fast, accurate
 
-    var level: OCRScanOptions.Level { self == .fast ? .fast : .accurate }
+    var level: OCRScanOptions.Level {
+        switch self {
+        case .auto: .auto
+        case .fast: .fast
+        case .accurate: .accurate
+        }
+    }
 }
 
 extension ScanRecord {

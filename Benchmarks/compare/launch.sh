@@ -14,6 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${1:?usage: launch.sh BIN_PATH}
 runs=${LAUNCH_RUNS:-40}
+source Benchmarks/compare/lib/client-launch.bash
 for tool in hyperfine python3; do
   command -v "$tool" >/dev/null || { echo "error: $tool not installed (make deps)" >&2; exit 1; }
 done
@@ -23,11 +24,7 @@ for app in scan suite-defaults reservations catalog store-server; do
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/launch-bench.XXXXXX")
 server_pid=
-cleanup() {
-  if [[ -n "$server_pid" ]]; then kill -TERM "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap client_launch_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 export SHOPFLOOR_HOME=$work/home NO_COLOR=1
@@ -61,18 +58,7 @@ command -v tesseract >/dev/null && commands+=(-n "tesseract --help" "tesseract -
 
 online=()
 if [[ -x "$bin/reservations" && -x "$bin/store-server" ]]; then
-  "$bin/store-server" serve --port 0 --demo-data --database "$work/store.sqlite" \
-    --password-cost 1000 >"$work/server.out" 2>"$work/server.log" &
-  server_pid=$!
-  url=
-  for _ in $(seq 1 1200); do
-    url=$(sed -n 's/^listening on //p' "$work/server.out")
-    [[ -n "$url" ]] && break
-    sleep 0.1
-  done
-  [[ -n "$url" ]] || { echo "error: store-server did not start" >&2; exit 1; }
-  printf '%s' shopfloor-demo | "$bin/reservations" login --server "$url" --user demo \
-    --password-stdin >/dev/null 2>&1
+  client_launch_serve reservations >/dev/null
   code=$("$bin/reservations" search e --status confirmed --json |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["confirmationCode"])')
   "$bin/reservations" show "$code" --json >/dev/null
@@ -85,7 +71,7 @@ hyperfine -N -i --warmup 5 --runs "$runs" --export-json "$work/help.json" "${com
   "${online[@]}" >/dev/null 2>&1
 results=("$work/help.json")
 if [[ -n "$server_pid" ]]; then
-  kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=
+  client_launch_stop_server
   hyperfine -N --warmup 5 --runs "$runs" --export-json "$work/cached.json" \
     -n "reservations show (cached, server down)" "$bin/reservations show $code --json --quiet" \
     >/dev/null 2>&1

@@ -1,105 +1,139 @@
 #!/usr/bin/env bash
-# scan against zbarimg on the dev barcode corpus, in one run: images decoded (against each
-# NAME.txt / NAME.bin), symbols reported on falsepositives-1, and wall time for the whole
-# corpus in one process (median of several runs), scan with --jobs 1 and --jobs 2.
+# scan against zbarimg, in one run, on two sets:
+#   dev corpus   $SHOPFLOOR_CORPUS/barcodes: photos and scans with NAME.txt / NAME.bin
+#                (an image counts as decoded when a symbol has its payload), and
+#                falsepositives-1 (any symbol there is a false positive);
+#   degraded set scripts/fixtures/degraded-barcodes.py (generated once per machine): 610
+#                symbols in 570 images, 200 barcode-free images; symbols counted one by one,
+#                "wrong" are readings of a barcode image that match none of its symbols.
+# For each: every effort of scan (fast, balanced = the default, thorough) and zbarimg, one
+# process for the whole batch each (scan with its default --jobs, the cores available),
+# wall and CPU time (median of SCAN_BENCH_RUNS runs, thorough once), and wall ratios.
 # $1: the release bin path (make bench passes it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${1:?usage: scan-vs-zbarimg.sh BIN_PATH}
 corpus=${SHOPFLOOR_CORPUS:-$(cd .. && pwd)/shared/corpus}/barcodes
-runs=${SCAN_BENCH_RUNS:-5}
+runs=${SCAN_BENCH_RUNS:-3}
 
 if [[ ! -x "$bin/scan" ]]; then echo "error: $bin/scan not built" >&2; exit 1; fi
 if ! command -v zbarimg >/dev/null; then echo "error: zbarimg not installed (zbar-tools)" >&2; exit 1; fi
 if [[ ! -d "$corpus" ]]; then echo "error: no corpus at $corpus" >&2; exit 1; fi
+degraded=$(python3 scripts/fixtures/degraded-barcodes.py)
 
-python3 - "$bin/scan" "$corpus" "$runs" <<'PY'
+python3 - "$bin/scan" "$corpus" "$degraded" "$runs" <<'PY'
 import base64, json, os, resource, statistics, subprocess, sys, time
 import xml.etree.ElementTree as ET
 
-scan, corpus, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+scan, corpus, degraded, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 exts = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".tif", ".tiff", ".bmp", ".pgm", ".ppm"}
-images, expected = [], {}
-for family in sorted(os.listdir(corpus)):
-    d = os.path.join(corpus, family)
-    if not os.path.isdir(d):
-        continue
-    for name in sorted(os.listdir(d)):
-        base, ext = os.path.splitext(name)
-        if ext.lower() not in exts:
+
+# Each set: images, and per image the payloads wanted (bytes) and whether it has no code.
+def dev_set():
+    images, wanted, empty = [], {}, set()
+    for family in sorted(os.listdir(corpus)):
+        d = os.path.join(corpus, family)
+        if not os.path.isdir(d):
             continue
-        path = os.path.join(d, name)
+        for name in sorted(os.listdir(d)):
+            base, ext = os.path.splitext(name)
+            if ext.lower() not in exts:
+                continue
+            path = os.path.join(d, name)
+            images.append(path)
+            for suffix in (".txt", ".bin"):
+                f = os.path.join(d, base + suffix)
+                if os.path.exists(f):
+                    wanted[path] = [open(f, "rb").read()]
+                    break
+            if family.startswith("falsepositives"):
+                empty.add(path)
+    return images, wanted, empty
+
+def degraded_set():
+    manifest = json.load(open(os.path.join(degraded, "manifest.json")))
+    images, wanted, empty = [], {}, set()
+    for e in manifest:
+        path = os.path.join(degraded, e["file"])
         images.append(path)
-        txt, binf = os.path.join(d, base + ".txt"), os.path.join(d, base + ".bin")
-        if os.path.exists(txt):
-            expected[path] = open(txt, "rb").read()
-        elif os.path.exists(binf):
-            expected[path] = open(binf, "rb").read()
-falsepos = [p for p in images if os.path.basename(os.path.dirname(p)).startswith("falsepositives")]
-
-def score(found, loose=False):  # found: path -> list of payload bytes
-    def norm(b):  # XML parsing turns CR LF into LF: compare zbarimg's payloads that way
-        return b.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if loose else b
-    hits = sum(1 for p, want in expected.items() if norm(want) in [norm(x) for x in found.get(p, [])])
-    fps = sum(len(found.get(p, [])) for p in falsepos)
-    return hits, fps
-
-# scan: one JSONL line per input, in input order.
-out = subprocess.run([scan, "--format", "jsonl", "--quiet", "--jobs", "2", *images],
-                     capture_output=True).stdout.decode()
-scan_found = {}
-for line in out.splitlines():
-    rec = json.loads(line)
-    scan_found[rec["file"]] = [base64.b64decode(s["bytesBase64"]) for s in rec["symbols"]] + \
-                              [s["text"].encode() for s in rec["symbols"]]
-
-# zbarimg: XML names each source; it exits 4 when some image has no symbol.
-out = subprocess.run(["zbarimg", "--xml", "-q", *images], capture_output=True).stdout.decode()
-zbar_found = {}
-ns = "{http://zbar.sourceforge.net/2008/barcode}"
-root = ET.fromstring(out)
-for source in root.iter(ns + "source"):
-    payloads = []
-    for sym in source.iter(ns + "symbol"):
-        data = sym.find(ns + "data")
-        text = data.text or ""
-        if data.get("format") == "base64":
-            raw = base64.b64decode(text)
+        if e["kind"] == "none":
+            empty.add(path)
         else:
-            raw = text.encode()
-        payloads.append(raw)
-        if sym.get("type") == "EAN-13" and raw.startswith(b"0"):
-            payloads.append(raw)  # zbar names UPC-A "EAN-13"; the payload is the same
-    zbar_found[source.get("href")] = payloads
+            wanted[path] = [s["text"].encode() for s in e["symbols"]]
+    return images, wanted, empty
 
-def wall(cmd):
-    """Median wall time and median CPU time (user + system) of the child, over `runs` runs."""
-    times, cpus = [], []
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm-up
-    for _ in range(runs):
+def norm(b):  # zbarimg's XML turns CR LF into LF: compare payloads that way
+    return b.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+def score(found, wanted, empty, per_image):
+    """found: path -> one set of payload forms (bytes, text) per symbol reported."""
+    hits = wrong = 0
+    for path, want in wanted.items():
+        got = [{norm(x) for x in forms} for forms in found.get(path, [])]
+        w = [norm(x) for x in want]
+        read = [x for x in w if any(x in forms for forms in got)]
+        hits += bool(read) if per_image else len(read)
+        wrong += sum(1 for forms in got if not any(x in forms for x in w))
+    fps = sum(len(found.get(p, [])) for p in empty)
+    return hits, fps, wrong
+
+def run_scan(images, effort):
+    out = subprocess.run([scan, "--format", "jsonl", "--quiet", "--effort", effort, *images],
+                         capture_output=True).stdout.decode()
+    found = {}
+    for line in out.splitlines():
+        rec = json.loads(line)
+        found[rec["file"]] = [{base64.b64decode(s["bytesBase64"]), s["text"].encode()}
+                              for s in rec["symbols"]]
+    return found
+
+def run_zbar(images):
+    out = subprocess.run(["zbarimg", "--xml", "-q", *images], capture_output=True).stdout.decode()
+    found = {}
+    ns = "{http://zbar.sourceforge.net/2008/barcode}"
+    for source in ET.fromstring(out).iter(ns + "source"):
+        payloads = []
+        for sym in source.iter(ns + "symbol"):
+            data = sym.find(ns + "data")
+            text = data.text or ""
+            raw = base64.b64decode(text) if data.get("format") == "base64" else text.encode()
+            payloads.append({raw})
+        found[source.get("href")] = payloads
+    return found
+
+def timed(cmd, n):
+    """Median wall time and CPU time (user + system) of the child over n runs."""
+    walls, cpus = [], []
+    for _ in range(n):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t)
+        walls.append(time.perf_counter() - t)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(times), statistics.median(cpus)
+    return statistics.median(walls), statistics.median(cpus)
 
-load = os.getloadavg()[0]
-(t_scan1, c_scan1) = wall([scan, "--quiet", "--jobs", "1", *images])
-(t_scan2, c_scan2) = wall([scan, "--quiet", "--jobs", "2", *images])
-(t_zbar, c_zbar) = wall(["zbarimg", "-q", *images])
-
-sh, sf = score(scan_found)
-zh, zf = score(zbar_found, loose=True)
-n, m = len(expected), len(images)
-print(f"dev corpus: {m} images, {n} with expected payloads, {len(falsepos)} without codes; median of {runs} runs")
-print(f"load average before timing: {load:.2f} on {os.cpu_count()} cores (wall times need idle cores)")
-print(f"{'tool':<18}{'decoded':>10}{'false pos':>11}{'wall s':>9}{'cpu s':>8}{'images/s':>10}")
-print(f"{'zbarimg':<18}{f'{zh}/{n}':>10}{zf:>11}{t_zbar:>9.3f}{c_zbar:>8.3f}{m / t_zbar:>10.1f}")
-print(f"{'scan --jobs 1':<18}{f'{sh}/{n}':>10}{sf:>11}{t_scan1:>9.3f}{c_scan1:>8.3f}{m / t_scan1:>10.1f}")
-print(f"{'scan --jobs 2':<18}{f'{sh}/{n}':>10}{sf:>11}{t_scan2:>9.3f}{c_scan2:>8.3f}{m / t_scan2:>10.1f}")
-print(f"ratios: scan decodes {sh - zh:+d} images vs zbarimg; "
-      f"wall zbarimg/scan(jobs 2) = {t_zbar / t_scan2:.2f}x (>= 1 means scan is faster); "
-      f"scan jobs1/jobs2 = {t_scan1 / t_scan2:.2f}x")
+print(f"scan vs zbarimg: one process per tool for each whole set, {os.cpu_count()} cores; "
+      f"load average {os.getloadavg()[0]:.2f} before timing (wall times need idle cores)")
+for label, (images, wanted, empty), per_image in [
+    ("dev corpus", dev_set(), True), ("degraded set", degraded_set(), False),
+]:
+    unit = "images" if per_image else "symbols"
+    total = len(wanted) if per_image else sum(len(w) for w in wanted.values())
+    print(f"\n{label}: {len(images)} images, {total} {'with an expected payload' if per_image else 'symbols'}, "
+          f"{len(empty)} without codes" + (" (wrong: not counted, images may hold more symbols "
+          "than their .txt names)" if per_image else ""))
+    print(f"{'tool':<24}{unit + ' read':>14}{'false pos':>11}{'wrong':>7}{'wall s':>9}"
+          f"{'cpu s':>8}{'zbarimg/scan wall':>19}")
+    subprocess.run(["zbarimg", "-q", *images], capture_output=True)  # warm the file cache
+    zh, zf, zw = score(run_zbar(images), wanted, empty, per_image)
+    zt, zc = timed(["zbarimg", "-q", *images], runs)
+    shown = (lambda w: "-") if per_image else (lambda w: w)
+    print(f"{'zbarimg':<24}{f'{zh}/{total}':>14}{zf:>11}{shown(zw):>7}{zt:>9.2f}{zc:>8.2f}{'':>19}")
+    for effort in ("fast", "balanced", "thorough"):
+        h, f, w = score(run_scan(images, effort), wanted, empty, per_image)
+        t, c = timed([scan, "--quiet", "--effort", effort, *images], 1 if effort == "thorough" else runs)
+        name = f"scan --effort {effort}" + (" *" if effort == "balanced" else "")
+        print(f"{name:<24}{f'{h}/{total}':>14}{f:>11}{shown(w):>7}{t:>9.2f}{c:>8.2f}{zt / t:>18.2f}x")
+print("\n* the default. Ratios >= 1 mean scan took no longer than zbarimg.")
 PY

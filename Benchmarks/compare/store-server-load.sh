@@ -14,10 +14,21 @@ swift build -c release --product StoreServerLoad >&2
 load="$(swift build -c release --show-bin-path)/StoreServerLoad"
 work=$(mktemp -d)
 chmod 755 "$work"
-pids=()
+# start_server runs in a command substitution (a subshell), so the servers' pids go to a
+# file the main shell reads when it stops them.
+pidfile="$work/server.pids"
+: >"$pidfile"
+kill_servers() {
+  local pid
+  while read -r pid; do
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done <"$pidfile"
+  : >"$pidfile"
+}
 cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  kill_servers
   if [[ -n "${pgdata:-}" ]]; then as_pg "$pgbin/pg_ctl" -D "$pgdata" -m immediate stop >/dev/null 2>&1 || true; fi
   rm -rf "$work"
 }
@@ -27,15 +38,13 @@ as_pg() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; 
 start_server() { # $1 database, prints the URL
   local out="$work/out.$RANDOM"
   "$bin/store-server" serve --port 0 --database "$1" --password-cost 1000 --quiet >"$out" 2>"$work/err" &
-  pids+=($!)
+  echo $! >>"$pidfile"
   for _ in $(seq 1 600); do [[ -s "$out" ]] && break; sleep 0.1; done
   sed 's/^listening on //' "$out" | head -1
 }
 
 stop_servers() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  pids=()
+  kill_servers
 }
 
 scenarios() { # $1 label, $2 comma-separated URLs, $3 database

@@ -31,10 +31,17 @@ let package = Package(
             providers: [.apt(["libzbar-dev"])]
         ),
         // Tesseract's C API (OCR), through its own header.
-        .systemLibrary(
+        // Tesseract's C API (libtesseract-dev for its header), loaded with dlopen on first use:
+        // apps that never read text never map libtesseract and the ~40 libraries it brings.
+        .target(
             name: "CTesseract",
-            pkgConfig: "tesseract",
-            providers: [.apt(["libtesseract-dev", "libleptonica-dev", "tesseract-ocr-eng"])]
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
+        // leptonica's image operations (scaling, blur, rotation, thresholds, drawing).
+        .systemLibrary(
+            name: "CLeptonica",
+            pkgConfig: "lept",
+            providers: [.apt(["libleptonica-dev"])]
         ),
         // Image files to pixels, frame by frame: PNG and JPEG through libpng and libjpeg with
         // our own error handlers (they print to stderr otherwise), TIFF through libtiff and GIF
@@ -63,7 +70,7 @@ let package = Package(
         .target(
             name: "Scanner",
             dependencies: [
-                "CZBar", "CImageIO", "CZXingShim", "CTesseract",
+                "CZBar", "CImageIO", "CZXingShim", "CTesseract", "CLeptonica",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -97,7 +97,16 @@ enum SharedServer {
         try! CommandRunner.temporaryDirectory(prefix: "reservations-server")
     }()
     static let server: StoreServerProcess? = {
-        try? StoreServerProcess(database: directory.appendingPathComponent("store.sqlite"))
+        let started = try? StoreServerProcess(
+            database: directory.appendingPathComponent("store.sqlite")
+        )
+        // A static is never deinitialized: stop the server and remove its files when the
+        // test process exits, so no server outlives `swift test`.
+        atexit {
+            SharedServer.server?.stop()
+            try? FileManager.default.removeItem(at: SharedServer.directory)
+        }
+        return started
     }()
 
     static func get() throws -> StoreServerProcess {

@@ -108,6 +108,23 @@ struct ScanTextTests {
     }
 
     @Test(
+        "Every --level reads a clear label; auto is the default in --help",
+        arguments: ["auto", "fast", "accurate"]
+    )
+    func levels(level: String) throws {
+        let dir = try ScanTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = try Self.label("Aisle 7 Shelf C\nReorder 12", in: dir, name: "shelf.png")
+        let run = try ScanTool.run(["--text", "--quiet", "--level", level, path])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == "Aisle 7 Shelf C\nReorder 12\n")
+        let help = try ScanTool.run(["--help"]).stdout.split(whereSeparator: \.isWhitespace)
+            .joined(separator: " ")
+        #expect(help.contains("auto (deskew, one pass, more passes only where unsure)"))
+        #expect(help.contains("(values: auto, fast, accurate; default: auto)"))
+    }
+
+    @Test(
         "Bad text options are usage errors (64) naming the problem",
         arguments: [
             (["--validate", "imei", "x.png"], "--validate needs --text"),
@@ -130,5 +147,36 @@ struct ScanTextTests {
         #expect(run.status == 64)
         #expect(run.stderr.contains("/nonexistent"))
         #expect(run.stderr.contains("/usr/share/tesseract-ocr/5/tessdata"))
+    }
+}
+
+/// libtesseract is loaded on first use (CTesseract's dlopen), not when `scan` starts.
+@Suite("scan loads Tesseract only for --text")
+struct ScanLazyTesseractTests {
+    /// The loader's list of the files it maps (LD_DEBUG=files, on stderr).
+    static func mapped(_ arguments: [String]) throws -> (CommandRun, Bool) {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_DEBUG"] = "files"
+        let run = try CommandRunner.run(ScanTool.binary, arguments, environment: environment)
+        return (run, run.stderr.contains("libtesseract.so"))
+    }
+
+    @Test("--help and barcode scans never map libtesseract; --text does")
+    func lazy() throws {
+        let dir = try ScanTool.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let help = try Self.mapped(["--help"])
+        #expect(help.0.status == 0)
+        #expect(help.0.stderr.contains("libzbar"), "LD_DEBUG=files lists the loader's files")
+        #expect(!help.1)
+        let qr = ScanTool.corpus.appendingPathComponent("qrcode-2/1.png").path
+        let barcodes = try Self.mapped(["--quiet", qr])
+        #expect(barcodes.0.status == 0)
+        #expect(!barcodes.1)
+        let label = try ScanTextTests.label("Aisle 7", in: dir, name: "aisle.png")
+        let text = try Self.mapped(["--text", "--quiet", label])
+        #expect(text.0.status == 0)
+        #expect(text.0.stdout == "Aisle 7\n")
+        #expect(text.1)
     }
 }

@@ -1,6 +1,6 @@
 import Benchmark
 import Foundation
-import Scanner
+@_spi(Benchmarks) import Scanner
 
 // Decoding and scanning single images from the dev corpus ($SHOPFLOOR_CORPUS/barcodes):
 // a clean QR PNG, an EAN-13 photo (WebP), and a photo without any code, which runs every
@@ -53,6 +53,30 @@ let benchmarks: @Sendable () -> Void = {
                 pixels: photo.pixels
             )
             blackHole(copy.greyscale())
+        }
+    }
+
+    // Hand-written image operations against leptonica's (issue 19): the library keeps the
+    // faster; both stay here so the choice can be re-checked.
+    let grey = photo.greyscale()
+    let operations: [(String, @Sendable (ImageBuffer) -> ImageBuffer?)] = [
+        ("scale x2 own", { ImageOperationVariants.scaledOwn($0, by: 2) }),
+        ("scale x2 leptonica", { ImageOperationVariants.scaledLeptonica($0, by: 2) }),
+        ("scale x3 own", { ImageOperationVariants.scaledOwn($0, by: 3) }),
+        ("scale x3 leptonica", { ImageOperationVariants.scaledLeptonica($0, by: 3) }),
+        ("scale x0.5 own", { ImageOperationVariants.scaledOwn($0, by: 0.5) }),
+        ("scale x0.5 leptonica", { ImageOperationVariants.scaledLeptonica($0, by: 0.5) }),
+        ("blur 3x3 own", { ImageOperationVariants.blurredOwn($0) }),
+        ("blur 3x3 leptonica", { ImageOperationVariants.blurredLeptonica($0) }),
+        ("sharpen own", { ImageOperationVariants.sharpenedOwn($0) }),
+        ("sharpen leptonica", { ImageOperationVariants.sharpenedLeptonica($0) }),
+        ("rotate 30 own nearest", { ImageOperationVariants.rotatedOwn($0, degrees: 30) }),
+        ("rotate 30 own bilinear", { ImageOperationVariants.rotatedSmoothOwn($0, degrees: 30) }),
+        ("rotate 30 leptonica", { ImageOperationVariants.rotatedLeptonica($0, degrees: 30) }),
+    ]
+    for (label, operation) in operations {
+        Benchmark("Image operation \(grey.width)x\(grey.height): \(label)") { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(operation(grey)) }
         }
     }
 }

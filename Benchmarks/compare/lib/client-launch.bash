@@ -1,4 +1,4 @@
-# Shared by the client apps' launch benchmarks (reservations-launch.sh, catalog-launch.sh):
+# Shared by the launch benchmarks (launch.sh, reservations-launch.sh, catalog-launch.sh):
 # checks, a scratch suite container, a store-server with the demo data on loopback, sign-in,
 # and the p50/p95 table against curl. Sourced, not run (make bench runs only compare/*.sh).
 

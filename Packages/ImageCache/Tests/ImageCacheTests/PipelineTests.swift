@@ -100,7 +100,10 @@ struct PipelineTests {
     ) throws -> ImagePipeline<PNGInfo> {
         let clock = self.clock
         return ImagePipeline(
-            transport: URLSessionTransport(),
+            // Held answers wait for a test's gate: on a loaded machine (every suite in one
+            // process on two cores) the test may resume after the 30 s default idle timeout,
+            // which would end the held download, not the behaviour under test.
+            transport: URLSessionTransport(timeout: 600),
             decoder: decoder,
             diskCache: disk
                 ? try DiskCache(
@@ -576,12 +579,13 @@ struct PipelineTests {
     }
 }
 
-/// Yields until `condition` holds; false after 20 seconds.
+/// Waits until `condition` holds; false after 20 seconds. It suspends between checks rather
+/// than spinning, so the downloads it waits for get the cores it would otherwise burn.
 func until(_ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(20)
     while !condition() {
         if ContinuousClock.now > deadline { return false }
-        await Task.yield()
+        try? await Task.sleep(for: .milliseconds(1))
     }
     return true
 }

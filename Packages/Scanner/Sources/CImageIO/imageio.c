@@ -1212,3 +1212,93 @@ void sf_image_free(sf_image *image) {
     free(image->pixels);
     image->pixels = NULL;
 }
+
+// ---------- PNG encoding through libpng (annotated images) ----------
+
+typedef struct {
+    jmp_buf jump;
+    uint8_t *data;
+    size_t length;
+    size_t capacity;
+    int out_of_memory;
+    char error[160];
+} png_sink;
+
+static void png_encode_error_fn(png_structp png, png_const_charp text) {
+    png_sink *sink = (png_sink *)png_get_error_ptr(png);
+    snprintf(sink->error, sizeof sink->error, "%s", text ? text : "PNG error");
+    longjmp(sink->jump, 1);
+}
+
+static void png_write_fn(png_structp png, png_bytep bytes, size_t count) {
+    png_sink *sink = (png_sink *)png_get_io_ptr(png);
+    if (sink->capacity - sink->length < count) {
+        size_t want = sink->capacity ? sink->capacity : 65536;
+        while (want - sink->length < count) {
+            if (want > SIZE_MAX / 2) {
+                sink->out_of_memory = 1;
+                png_error(png, "the PNG does not fit in memory");
+            }
+            want *= 2;
+        }
+        uint8_t *grown = realloc(sink->data, want);
+        if (!grown) {
+            sink->out_of_memory = 1;
+            png_error(png, "out of memory for the PNG");
+        }
+        sink->data = grown;
+        sink->capacity = want;
+    }
+    memcpy(sink->data + sink->length, bytes, count);
+    sink->length += count;
+}
+
+static void png_flush_fn(png_structp png) { (void)png; }
+
+sf_image_status sf_png_encode(const uint8_t *pixels, int width, int height, int channels,
+                              size_t stride, uint8_t **out, size_t *out_length, char *message,
+                              size_t message_size) {
+    *out = NULL;
+    *out_length = 0;
+    if (width <= 0 || height <= 0 || (channels != 1 && channels != 3 && channels != 4) ||
+        stride < (size_t)width * (size_t)channels) {
+        snprintf(message, message_size, "invalid pixels for a PNG");
+        return SF_IMAGE_CORRUPT;
+    }
+    // Volatile: read after a longjmp back into this frame.
+    png_sink *volatile sink = calloc(1, sizeof(png_sink));
+    if (!sink) return SF_IMAGE_NO_MEMORY;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, sink, png_encode_error_fn,
+                                              png_warning_fn);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!png || !info) {
+        if (png) png_destroy_write_struct(&png, NULL);
+        free(sink);
+        return SF_IMAGE_NO_MEMORY;
+    }
+    if (setjmp(sink->jump)) {
+        sf_image_status status = sink->out_of_memory ? SF_IMAGE_NO_MEMORY : SF_IMAGE_CORRUPT;
+        snprintf(message, message_size, "%s", sink->error);
+        png_destroy_write_struct(&png, &info);
+        free(sink->data);
+        free(sink);
+        return status;
+    }
+    png_set_write_fn(png, sink, png_write_fn, png_flush_fn);
+    int color = channels == 1 ? PNG_COLOR_TYPE_GRAY
+                : channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_RGB_ALPHA;
+    png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 8, color, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    // Fast compression: annotated pictures are for people to look at, written per input.
+    png_set_compression_level(png, 3);
+    png_write_info(png, info);
+    for (int y = 0; y < height; y++) {
+        png_write_row(png, (png_const_bytep)(pixels + (size_t)y * stride));
+    }
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    *out = sink->data;
+    *out_length = sink->length;
+    free(sink);
+    return SF_IMAGE_OK;
+}

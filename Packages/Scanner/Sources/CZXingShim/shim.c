@@ -83,6 +83,8 @@ int sfz_read(const uint8_t *grey, int width, int height, int stride, const sfz_o
     ZXing_ReaderOptions_setBinarizer(opts, o->binarizer == SFZ_BIN_GLOBAL_HISTOGRAM ? ZXing_Binarizer_GlobalHistogram
                                            : o->binarizer == SFZ_BIN_FIXED_THRESHOLD ? ZXing_Binarizer_FixedThreshold
                                                                                      : ZXing_Binarizer_LocalAverage);
+    ZXing_ReaderOptions_setReturnErrors(opts, o->return_errors != 0);
+    if (o->min_line_count > 0) ZXing_ReaderOptions_setMinLineCount(opts, o->min_line_count);
     if (o->max_symbols > 0) ZXing_ReaderOptions_setMaxNumberOfSymbols(opts, o->max_symbols > 255 ? 255 : o->max_symbols);
 
     ZXing_Barcodes *found = ZXing_ReadBarcodes(view, opts);
@@ -102,8 +104,12 @@ int sfz_read(const uint8_t *grey, int width, int height, int stride, const sfz_o
     int kept = 0;
     for (int i = 0; i < size; i++) {
         const ZXing_Barcode *b = ZXing_Barcodes_at(found, i);
-        if (!b || !ZXing_Barcode_isValid(b)) continue;
+        if (!b) continue;
+        int valid = ZXing_Barcode_isValid(b);
+        if (!valid && !o->return_errors) continue;
         sfz_symbol *s = &out[kept];
+        s->is_valid = valid;
+        s->line_count = ZXing_Barcode_lineCount(b);
         s->format = bit_for(ZXing_Barcode_format(b));
         s->text = ZXing_Barcode_text(b);
         int length = 0;

@@ -39,35 +39,63 @@ struct PointTransform: Sendable {
 enum GreyOps {
     /// Nearest-neighbour for upscaling (keeps module edges crisp), box average for downscaling.
     static func scaled(_ g: ImageBuffer, by factor: Double) -> (ImageBuffer, PointTransform) {
+        // Down: leptonica's area map, about 4x faster than ours (ScannerBenchmarks). Up: our
+        // centred bilinear, which decoders read better than leptonica's (see scaledOwn).
+        if factor < 1, let scaled = Leptonica.scaled(g, by: factor) { return scaled }
+        return scaledOwn(g, by: factor)
+    }
+
+    static func scaledOwn(_ g: ImageBuffer, by factor: Double) -> (ImageBuffer, PointTransform) {
         let w = max(1, Int(Double(g.width) * factor))
         let h = max(1, Int(Double(g.height) * factor))
         var out = [UInt8](repeating: 0, count: w * h)
         g.pixels.withUnsafeBufferPointer { src in
             if factor >= 1 {
-                // Bilinear: interpolated edges give the decoders sub-pixel positions that
-                // copying pixels would not.
+                // Centred bilinear: interpolated edges give the decoders sub-pixel positions,
+                // and every module keeps its width (leptonica's linear interpolation maps
+                // source pixels to the top-left of each block, so one-pixel modules come out
+                // one or three pixels wide: fewer reads). Sources and weights per column
+                // are computed once; the loop is integer arithmetic.
                 let maxX = g.width - 1
                 let maxY = g.height - 1
-                out.withUnsafeMutableBufferPointer { o in
-                    for y in 0..<h {
-                        let fy = max(0, (Double(y) + 0.5) / factor - 0.5)
-                        let y0 = min(maxY, Int(fy))
-                        let y1 = min(maxY, y0 + 1)
-                        let wy = Int((fy - Double(y0)) * 256)
-                        for x in 0..<w {
-                            let fx = max(0, (Double(x) + 0.5) / factor - 0.5)
-                            let x0 = min(maxX, Int(fx))
-                            let x1 = min(maxX, x0 + 1)
-                            let wx = Int((fx - Double(x0)) * 256)
-                            let top =
-                                Int(src[y0 * g.stride + x0]) * (256 - wx) + Int(
-                                    src[y0 * g.stride + x1]
-                                ) * wx
-                            let bottom =
-                                Int(src[y1 * g.stride + x0]) * (256 - wx) + Int(
-                                    src[y1 * g.stride + x1]
-                                ) * wx
-                            o[y * w + x] = UInt8((top * (256 - wy) + bottom * wy) >> 16)
+                var x0s = [Int](repeating: 0, count: w)
+                var x1s = [Int](repeating: 0, count: w)
+                var wxs = [Int](repeating: 0, count: w)
+                for x in 0..<w {
+                    let fx = max(0, (Double(x) + 0.5) / factor - 0.5)
+                    x0s[x] = min(maxX, Int(fx))
+                    x1s[x] = min(maxX, x0s[x] + 1)
+                    wxs[x] = Int((fx - Double(x0s[x])) * 256)
+                }
+                x0s.withUnsafeBufferPointer { x0p in
+                    x1s.withUnsafeBufferPointer { x1p in
+                        wxs.withUnsafeBufferPointer { wxp in
+                            out.withUnsafeMutableBufferPointer { o in
+                                for y in 0..<h {
+                                    let fy = max(0, (Double(y) + 0.5) / factor - 0.5)
+                                    let y0 = min(maxY, Int(fy))
+                                    let y1 = min(maxY, y0 + 1)
+                                    let wy = Int((fy - Double(y0)) * 256)
+                                    let r0 = y0 * g.stride
+                                    let r1 = y1 * g.stride
+                                    let row = y * w
+                                    for x in 0..<w {
+                                        let a = x0p[x]
+                                        let b = x1p[x]
+                                        let wx = wxp[x]
+                                        let top =
+                                            Int(src[r0 + a]) &* (256 &- wx) &+ Int(src[r0 + b])
+                                            &* wx
+                                        let bottom =
+                                            Int(src[r1 + a]) &* (256 &- wx) &+ Int(src[r1 + b])
+                                            &* wx
+                                        o[row + x] = UInt8(
+                                            truncatingIfNeeded: (top &* (256 &- wy) &+ bottom &* wy)
+                                                >> 16
+                                        )
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -116,7 +144,11 @@ enum GreyOps {
     }
 
     /// A 3x3 box blur: joins broken modules and damps sensor noise and halftone dots.
-    static func blurred(_ g: ImageBuffer) -> ImageBuffer {
+    /// Ours: about twice as fast as leptonica's block convolution, which builds a 32-bit
+    /// accumulator image first (ScannerBenchmarks).
+    static func blurred(_ g: ImageBuffer) -> ImageBuffer { blurredOwn(g) }
+
+    static func blurredOwn(_ g: ImageBuffer) -> ImageBuffer {
         let w = g.width
         let h = g.height
         guard w >= 3, h >= 3 else { return g }
@@ -156,6 +188,12 @@ enum GreyOps {
     /// Unsharp masking: `g + amount × (g − blur(g))`, the blur three box passes of `radius`
     /// (close to a Gaussian). Restores edges of out-of-focus 1D codes.
     static func sharpened(_ g: ImageBuffer, radius: Int, amount: Double) -> ImageBuffer {
+        // leptonica's one box pass is about 15x faster than our three (ScannerBenchmarks).
+        Leptonica.sharpened(g, halfWidth: radius, amount: amount)
+            ?? sharpenedOwn(g, radius: radius, amount: amount)
+    }
+
+    static func sharpenedOwn(_ g: ImageBuffer, radius: Int, amount: Double) -> ImageBuffer {
         var blurred = g
         for _ in 0..<3 { blurred = boxBlurred(blurred, radius: radius) }
         let k = Int(amount * 256)
@@ -207,6 +245,11 @@ enum GreyOps {
 
     /// Rotated by `degrees` around the centre on a white canvas large enough to hold it.
     static func rotated(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform) {
+        // leptonica's area-mapped rotation is smoother and no slower (ScannerBenchmarks).
+        Leptonica.rotated(g, degrees: degrees) ?? rotatedOwn(g, degrees: degrees)
+    }
+
+    static func rotatedOwn(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform) {
         let rotation = Rotation(g, degrees: degrees)
         let (w, h, cosR, sinR) = (rotation.width, rotation.height, rotation.cosR, rotation.sinR)
         let (cx, cy, ox, oy) = (rotation.cx, rotation.cy, rotation.ox, rotation.oy)
@@ -294,5 +337,111 @@ enum GreyOps {
             for x in 0..<g.width { out[y * g.width + x] = f(g.pixels[y * g.stride + x]) }
         }
         return packed(width: g.width, height: g.height, out)
+    }
+}
+
+/// The image operations of the barcode and text passes, each in the hand-written version and
+/// leptonica's, for `Benchmarks/ScannerBenchmarks` to compare (issue 19: leptonica unless our
+/// own is measurably faster). Not API: the SPI may change with any release.
+@_spi(Benchmarks) public enum ImageOperationVariants {
+    /// Scaling by `factor` (bilinear up, box average down), hand-written.
+    public static func scaledOwn(_ g: ImageBuffer, by factor: Double) -> ImageBuffer {
+        GreyOps.scaledOwn(g, by: factor).0
+    }
+    /// Scaling by `factor` (linear interpolation up, area map down), leptonica.
+    public static func scaledLeptonica(_ g: ImageBuffer, by factor: Double) -> ImageBuffer? {
+        Leptonica.scaled(g, by: factor)?.0
+    }
+    /// 3×3 box blur, hand-written.
+    public static func blurredOwn(_ g: ImageBuffer) -> ImageBuffer { GreyOps.blurredOwn(g) }
+    /// 3×3 box blur, leptonica.
+    public static func blurredLeptonica(_ g: ImageBuffer) -> ImageBuffer? { Leptonica.blurred(g) }
+    /// Unsharp masking, hand-written (three box passes of radius 2, amount 1.5).
+    public static func sharpenedOwn(_ g: ImageBuffer) -> ImageBuffer {
+        GreyOps.sharpenedOwn(g, radius: 2, amount: 1.5)
+    }
+    /// Unsharp masking, leptonica (5×5 box, amount 1.5).
+    public static func sharpenedLeptonica(_ g: ImageBuffer) -> ImageBuffer? {
+        Leptonica.sharpened(g, halfWidth: 2, amount: 1.5)
+    }
+    /// Rotation by `degrees` on a white canvas, hand-written (nearest neighbour).
+    public static func rotatedOwn(_ g: ImageBuffer, degrees: Double) -> ImageBuffer {
+        GreyOps.rotatedOwn(g, degrees: degrees).0
+    }
+    /// Rotation by `degrees` on a white canvas, hand-written (bilinear, the OCR's).
+    public static func rotatedSmoothOwn(_ g: ImageBuffer, degrees: Double) -> ImageBuffer {
+        TextPreprocess.rotatedSmooth(g, degrees: degrees).0
+    }
+    /// Rotation by `degrees` on a white canvas, leptonica (area mapping).
+    public static func rotatedLeptonica(_ g: ImageBuffer, degrees: Double) -> ImageBuffer? {
+        Leptonica.rotated(g, degrees: degrees)?.0
+    }
+}
+
+extension GreyOps {
+    /// The mean length of light and dark runs along eight rows (and eight columns when
+    /// `columnsToo`), in pixels: about 1.5-2 × the module size of a symbol, larger for coarse
+    /// texture. A run ends where the pixel crosses the row's mean by more than a small margin
+    /// (noise does not split runs).
+    static func meanRun(_ g: ImageBuffer, columnsToo: Bool) -> Double {
+        var runs = 0
+        var length = 0
+        func scan(count: Int, _ pixel: (Int) -> Int) {
+            guard count > 2 else { return }
+            var sum = 0
+            for i in 0..<count { sum += pixel(i) }
+            let mean = sum / count
+            var state = 0
+            for i in 0..<count {
+                let v = pixel(i)
+                let next = v > mean + 6 ? 1 : (v < mean - 6 ? -1 : state)
+                if next != state {
+                    if state != 0 { runs += 1 }
+                    state = next
+                }
+            }
+            length += count
+        }
+        g.pixels.withUnsafeBufferPointer { p in
+            for k in 1...8 {
+                let y = g.height * k / 9
+                scan(count: g.width) { Int(p[y * g.stride + $0]) }
+                if columnsToo {
+                    let x = g.width * k / 9
+                    scan(count: g.height) { Int(p[$0 * g.stride + x]) }
+                }
+            }
+        }
+        return runs == 0 ? .infinity : Double(length) / Double(runs)
+    }
+}
+
+extension GreyOps {
+    /// Whether the outer eighth of the image (all four sides) is clearly darker than its
+    /// middle: the quiet zone of a light-on-dark symbol.
+    static func borderIsDarker(_ g: ImageBuffer) -> Bool {
+        guard g.width >= 16, g.height >= 16 else { return false }
+        let bx = g.width / 8
+        let by = g.height / 8
+        var (border, borderCount, middle, middleCount) = (0, 0, 0, 0)
+        g.pixels.withUnsafeBufferPointer { p in
+            for y in Swift.stride(from: 0, to: g.height, by: 2) {
+                let row = y * g.stride
+                let edgeRow = y < by || y >= g.height - by
+                for x in Swift.stride(from: 0, to: g.width, by: 2) {
+                    let v = Int(p[row + x])
+                    if edgeRow || x < bx || x >= g.width - bx {
+                        border += v
+                        borderCount += 1
+                    } else if x >= 2 * bx, x < g.width - 2 * bx, y >= 2 * by, y < g.height - 2 * by
+                    {
+                        middle += v
+                        middleCount += 1
+                    }
+                }
+            }
+        }
+        guard borderCount > 0, middleCount > 0 else { return false }
+        return border / borderCount + 16 < middle / middleCount
     }
 }

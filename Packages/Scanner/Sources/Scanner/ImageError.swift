@@ -37,6 +37,8 @@ public struct ImageError: InputError, Equatable {
         case invalidPixels
         /// Memory for the pixels could not be allocated.
         case outOfMemory
+        /// An image file could not be written (``ImageBuffer/writePNG(to:)``).
+        case unwritable
     }
 
     /// What went wrong.

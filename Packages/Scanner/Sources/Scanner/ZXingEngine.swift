@@ -27,6 +27,8 @@ enum ZXingEngine {
         var tryDownscale = true
         var binarizer = Binarizer.localAverage
         var isPure = false
+        /// Also report symbols located but not decoded (``Reading/located``).
+        var returnsErrors = false
     }
 
     static var version: String { String(cString: sfz_version()) }
@@ -39,9 +41,52 @@ enum ZXingEngine {
         maximumSymbols: Int?,
         transform: PointTransform
     ) -> [Barcode]? {
+        readAll(
+            grey,
+            region: nil,
+            symbologies: symbologies,
+            pass: pass,
+            maximumSymbols: maximumSymbols,
+            transform: transform
+        )?.decoded
+    }
+
+    /// A symbol ZXing located but could not decode (a checksum or format error): where to
+    /// try harder.
+    struct Located: Sendable {
+        var symbology: Symbology
+        var points: [ImagePoint]
+    }
+
+    /// What one ZXing pass gives: decoded symbols, and with `pass.returnsErrors` the symbols
+    /// located but not decoded.
+    struct Reading: Sendable {
+        var decoded: [Barcode] = []
+        var located: [Located] = []
+    }
+
+    /// Reads `region` of `grey` (the whole image when nil) in place, without copying:
+    /// ZXing takes the rows with their stride. Points come back in `grey`'s coordinates,
+    /// then through `transform`. Failures of the engine are reported as `nil`.
+    static func readAll(
+        _ grey: ImageBuffer,
+        region: PixelRect?,
+        symbologies: Set<Symbology>,
+        pass: Pass,
+        maximumSymbols: Int?,
+        transform: PointTransform
+    ) -> Reading? {
         var mask: UInt32 = 0
         for (symbology, bit) in bits where symbologies.contains(symbology) { mask |= bit }
-        guard mask != 0 else { return [] }
+        guard mask != 0 else { return Reading() }
+        var (x0, y0, width, height) = (0, 0, grey.width, grey.height)
+        if let region {
+            x0 = max(0, region.x)
+            y0 = max(0, region.y)
+            width = min(grey.width, region.x + region.width) - x0
+            height = min(grey.height, region.y + region.height) - y0
+            guard width > 0, height > 0 else { return Reading() }
+        }
         var options = sfz_options()
         options.formats = mask
         options.try_harder = pass.tryHarder ? 1 : 0
@@ -56,14 +101,16 @@ enum ZXingEngine {
             }
         options.is_pure = pass.isPure ? 1 : 0
         options.max_symbols = Int32(min(maximumSymbols ?? 0, 255))
+        options.return_errors = pass.returnsErrors ? 1 : 0
         var symbols: UnsafeMutablePointer<sfz_symbol>?
         var count: Int32 = 0
         var message = [CChar](repeating: 0, count: 200)
+        let offset = y0 * grey.stride + x0
         let status = grey.pixels.withUnsafeBufferPointer { buffer in
             sfz_read(
-                buffer.baseAddress,
-                Int32(grey.width),
-                Int32(grey.height),
+                buffer.baseAddress.map { $0 + offset },
+                Int32(width),
+                Int32(height),
                 Int32(grey.stride),
                 &options,
                 &symbols,
@@ -74,10 +121,20 @@ enum ZXingEngine {
         }
         guard status == 0 else { return nil }
         defer { sfz_free(symbols, count) }
-        var found: [Barcode] = []
+        let toImage = transform.after(.translation(Double(x0), Double(y0)))
+        var reading = Reading()
         for i in 0..<Int(count) {
             guard let s = symbols?[i] else { continue }
             guard var symbology = bits.first(where: { $0.1 == s.format })?.0 else { continue }
+            let p = s.points
+            let points = [
+                ImagePoint(x: Int(p.0), y: Int(p.1)), ImagePoint(x: Int(p.2), y: Int(p.3)),
+                ImagePoint(x: Int(p.4), y: Int(p.5)), ImagePoint(x: Int(p.6), y: Int(p.7)),
+            ].map(toImage.apply)
+            guard s.is_valid != 0 else {
+                reading.located.append(Located(symbology: symbology, points: points))
+                continue
+            }
             let bytes = s.bytes.map { Data(bytes: $0, count: Int(s.bytes_length)) } ?? Data()
             let text = s.text.map { String(cString: $0) } ?? ""
             let (normalizedSymbology, normalizedText) = RetailNormalization.normalize(
@@ -92,13 +149,8 @@ enum ZXingEngine {
             let identifier = withUnsafeBytes(of: s.symbology_identifier) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
-            let p = s.points
-            let points = [
-                ImagePoint(x: Int(p.0), y: Int(p.1)), ImagePoint(x: Int(p.2), y: Int(p.3)),
-                ImagePoint(x: Int(p.4), y: Int(p.5)), ImagePoint(x: Int(p.6), y: Int(p.7)),
-            ].map(transform.apply)
             let isGS1 = s.is_gs1 != 0
-            found.append(
+            reading.decoded.append(
                 Barcode(
                     symbology: symbology,
                     text: finalText,
@@ -111,6 +163,6 @@ enum ZXingEngine {
                 )
             )
         }
-        return found
+        return reading
     }
 }

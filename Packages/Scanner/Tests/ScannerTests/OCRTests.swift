@@ -245,6 +245,104 @@ struct OCRRecognitionTests {
     }
 }
 
+/// Character error rate of `read` against `reference`, whitespace collapsed.
+private func characterErrorRate(_ read: String, _ reference: String) -> Double {
+    let reference = normalized(reference)
+    return Double(editDistance(reference, normalized(read))) / Double(max(1, reference.count))
+}
+
+@Suite("OCR: the auto level (fast first, the accurate work where unsure)")
+struct OCRAutoLevelTests {
+    static let text = "SERIAL 4006381333931\nModel RX-200 Blue"
+
+    @Test(
+        "Auto is the default of the options, the reader and the scan presets; fast stays selectable"
+    )
+    func defaults() throws {
+        #expect(OCRScanOptions().level == .auto)
+        #expect(OCRScanOptions.auto.level == .auto)
+        #expect(OCRScanOptions.fast.level == .fast)
+        #expect(OCRScanOptions.accurate.level == .accurate)
+        #expect(try TextReader().options.level == .auto)
+        #expect(
+            OCRScanOptions.Level.allCases.map(\.rawValue).sorted() == ["accurate", "auto", "fast"]
+        )
+    }
+
+    @Test(
+        "A clear label takes one pass at auto and reads exactly what fast reads",
+        arguments: [300, 150]
+    )
+    func clearLabel(dpi: Int) throws {
+        let image = try OCRFixtures.image(Self.text, dpi: dpi)
+        let auto = try TextReader(options: .auto).read(image)
+        let fast = try TextReader(options: .fast).read(image)
+        #expect(auto.passes == 1)
+        #expect(fast.passes == 1)
+        #expect(auto.text == Self.text)
+        #expect(auto.lines == fast.lines)
+        #expect(auto.deskewDegrees == 0)
+    }
+
+    @Test("A rotated label is straightened at auto before its first pass, as at accurate")
+    func rotated() throws {
+        let image = try OCRFixtures.image(
+            "Rotated sample text 12345\nsecond line here",
+            rotate: 3
+        )
+        let auto = try TextReader(options: .auto).read(image)
+        #expect(abs(abs(auto.deskewDegrees) - 3) <= 0.6)
+        #expect(normalized(auto.text) == "Rotated sample text 12345 second line here")
+        let fast = try TextReader(options: .fast).read(image)
+        #expect(fast.deskewDegrees == 0)
+    }
+
+    @Test(
+        "Small, rotated or noisy labels: auto reads them with no more errors than accurate, in no more passes",
+        arguments: [
+            (50, 0.0, false), (75, 0.0, false), (50, 2.0, false), (100, -2.5, true),
+            (150, 1.5, true),
+        ]
+    )
+    func hardLabels(dpi: Int, rotate: Double, noise: Bool) throws {
+        let image = try OCRFixtures.image(Self.text, dpi: dpi, rotate: rotate, noise: noise)
+        let auto = try TextReader(options: .auto).read(image)
+        let accurate = try TextReader(options: .accurate).read(image)
+        let label = "\(dpi) dpi, rotated \(rotate), noise \(noise)"
+        #expect(
+            characterErrorRate(auto.text, Self.text)
+                <= characterErrorRate(accurate.text, Self.text) + 0.01,
+            "\(label): auto \(auto.text) accurate \(accurate.text)"
+        )
+        #expect(auto.passes <= accurate.passes + 2, "\(label)")
+        if rotate != 0 { #expect(abs(auto.deskewDegrees - accurate.deskewDegrees) < 0.01) }
+    }
+
+    @Test("A validator that accepts nothing in the first pass makes auto try the other passes")
+    func validatorDoubt() throws {
+        let image = try OCRFixtures.image("Hello shelf 12\nAisle 7", dpi: 300)
+        let plain = try TextReader(options: .auto).read(image)
+        #expect(plain.passes == 1)
+        let imei = try TextReader(options: OCRScanOptions(validators: [.imei])).read(image)
+        #expect(imei.passes > 1)
+        #expect(imei.matches.isEmpty)
+        #expect(normalized(imei.text) == "Hello shelf 12 Aisle 7")
+        let found = try TextReader(options: OCRScanOptions(validators: [.regex("shelf [0-9]+")]))
+            .read(image)
+        #expect(found.passes == 1)
+        #expect(found.matches.map(\.text) == ["shelf 12"])
+    }
+
+    @Test(
+        "Blank images take no recognition pass at any level",
+        arguments: OCRScanOptions.Level.allCases
+    )
+    func blankPasses(level: OCRScanOptions.Level) throws {
+        let tiny = try ImageBuffer(width: 2, height: 2, format: .grey, pixels: [0, 0, 0, 0])
+        #expect(try TextReader(options: OCRScanOptions(level: level)).read(tiny).passes == 0)
+    }
+}
+
 @Suite("OCR: validators")
 struct OCRValidatorTests {
     @Test(

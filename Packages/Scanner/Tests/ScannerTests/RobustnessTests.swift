@@ -30,10 +30,13 @@ struct RobustnessTests {
                 _ = try reader.scan(data: Data(bytes), name: "fuzzed.\(ext)")
                 decoded += 1
             } catch {
+                // An ImageError (typed throws) naming the input, as the caller named it.
+                #expect(error.input == "fuzzed.\(ext)")
                 refused += 1
             }
         }
-        #expect(decoded + refused == 150)
+        // The damage reached the decoders: some buffers were refused, the rest gave a result.
+        #expect(refused > 0, "decoded \(decoded), refused \(refused)")
     }
 
     @Test("random pixels of odd sizes scan without trouble")

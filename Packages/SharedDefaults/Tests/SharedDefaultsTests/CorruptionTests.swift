@@ -91,14 +91,14 @@ struct CorruptionTests {
     }
 
     @Test("a store damaged while a watcher runs is noticed and repaired without a write")
-    func damagedWhileWatching() throws {
+    func damagedWhileWatching() async throws {
         let root = try TemporaryRoot()
         let store = try root.store()
         try store.set("kept", forKey: "a")
         try store.set("kept", forKey: "b")
         try Data("garbage".utf8).write(to: store.storeURL)
         #expect(
-            eventually {
+            await eventually {
                 _ = store.string(forKey: "a")
                 return
                     (try? root.files(in: "test").contains {

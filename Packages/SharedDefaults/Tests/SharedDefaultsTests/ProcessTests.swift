@@ -125,13 +125,14 @@ struct ProcessTests {
     }
 
     @Test("a lock held by a killed process does not block the next writer")
-    func deadLockHolder() throws {
+    func deadLockHolder() async throws {
         let root = try TemporaryRoot()
-        let store = try root.store()
+        let store = try root.store(refresh: .statEveryRead)
         try store.set(0, forKey: "n")
-        // A process killed at any moment, even holding the lock, releases it with its death.
+        // A process killed at any moment, even holding the lock, releases it with its death:
+        // killed once it is committing (its first increment is stored), not before it starts.
         let child = try Child(["increment", "test", "n", "1000000"], root: root)
-        usleep(50_000)
+        #expect(await eventually { (store.int(forKey: "n") ?? 0) > 0 })
         kill(child.process.processIdentifier, SIGKILL)
         _ = child.waitForExit()
         let before = store.int(forKey: "n") ?? 0

@@ -163,7 +163,7 @@ struct StoreTests {
     }
 
     @Test("a second instance sees a commit through its notification, and with stat refresh at once")
-    func otherInstancesSeeCommits() throws {
+    func otherInstancesSeeCommits() async throws {
         let root = try TemporaryRoot()
         let writer = try root.store()
         let notified = try root.store(refresh: .notifications)
@@ -172,10 +172,10 @@ struct StoreTests {
         #expect(!stat.isWatching)
         try writer.set("v1", forKey: "k")
         #expect(stat.string(forKey: "k") == "v1")
-        #expect(eventually { notified.string(forKey: "k") == "v1" })
+        #expect(await eventually { notified.string(forKey: "k") == "v1" })
         try writer.removeValue(forKey: "k")
         #expect(stat.string(forKey: "k") == nil)
-        #expect(eventually { notified.string(forKey: "k") == nil })
+        #expect(await eventually { notified.string(forKey: "k") == nil })
     }
 
     @Test("observers get old and new values per key and for the whole suite, in order")
@@ -201,16 +201,16 @@ struct StoreTests {
     }
 
     @Test("a callback observation stops delivering after cancel")
-    func callbackObservation() throws {
+    func callbackObservation() async throws {
         let root = try TemporaryRoot()
         let store = try root.store()
         let received = LockedArray()
         let observation = store.observe(key: "k") { change in received.append(change.newValue) }
         try store.set("one", forKey: "k")
-        #expect(eventually { received.values == ["one"] })
+        #expect(await eventually { received.values == ["one"] })
         observation.cancel()
         try store.set("two", forKey: "k")
-        usleep(100_000)
+        try await Task.sleep(for: .milliseconds(100))
         #expect(received.values == ["one"])
     }
 
@@ -229,9 +229,9 @@ struct StoreTests {
         #expect(watcher.isClosed)
 
         let task = Task { for await _ in store.changes() {} }
-        #expect(eventually { store.isWatching })
+        #expect(await eventually { store.isWatching })
         task.cancel()
-        #expect(eventually { !store.isWatching })
+        #expect(await eventually { !store.isWatching })
     }
 
     @Test("releasing the store ends its change sequences")

@@ -137,12 +137,14 @@ final class Child {
     }
 }
 
-/// Waits (polling) until `condition` holds or `timeout` passes.
-func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
+/// Waits (polling) until `condition` holds or `timeout` passes. It suspends between checks, so
+/// the work it waits for (a watcher task, a notification) gets a thread even when every test
+/// of the run shares two cores; it never blocks one.
+func eventually(timeout: Double = 10, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(timeout)
+    while ContinuousClock.now < deadline {
         if condition() { return true }
-        usleep(2000)
+        try? await Task.sleep(for: .milliseconds(2))
     }
     return condition()
 }

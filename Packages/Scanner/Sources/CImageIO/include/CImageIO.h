@@ -87,6 +87,13 @@ sf_image_status sf_frames_read(sf_frames *frames, uint8_t *pixels, size_t stride
 /// Releases the decoder.
 void sf_frames_close(sf_frames *frames);
 
+/// Encodes 8-bit pixels (`channels` 1 grey, 3 RGB, 4 RGBA; rows `stride` bytes apart) as a
+/// PNG in memory through libpng, printing nothing. On SF_IMAGE_OK `*out` holds `*out_length`
+/// malloc'd bytes (release with free); otherwise `message` says why.
+sf_image_status sf_png_encode(const uint8_t *pixels, int width, int height, int channels,
+                              size_t stride, uint8_t **out, size_t *out_length, char *message,
+                              size_t message_size);
+
 #ifdef __cplusplus
 }
 #endif

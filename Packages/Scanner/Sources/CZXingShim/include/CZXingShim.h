@@ -43,6 +43,8 @@ typedef struct {
     int binarizer;     // SFZ_BIN_*
     int is_pure;
     int max_symbols;   // 0: no limit
+    int return_errors; // also report symbols found but not decoded (is_valid 0)
+    int min_line_count; // 1D: scan lines that must agree; 0 keeps ZXing's default (2)
 } sfz_options;
 
 /// One symbol ZXing read. Strings and bytes are malloc'd, released by sfz_free.
@@ -58,6 +60,8 @@ typedef struct {
     int is_mirrored;
     int orientation;
     int points[8];     // x,y of top-left, top-right, bottom-right, bottom-left
+    int is_valid;      // 0: located but not decoded (only with return_errors)
+    int line_count;    // 1D: scan lines that read the symbol
 } sfz_symbol;
 
 /// Reads symbols from an 8-bit grey image. Returns 0 on success (possibly with no symbols)

@@ -60,16 +60,26 @@ public struct TextResult: Sendable, Hashable, Codable {
     public var matches: [TextMatch]
     /// The scale factor applied before recognition (1 when the text was large enough).
     public var scale: Double
-    /// The rotation straightened before recognition, in degrees (0 unless accurate).
+    /// The rotation straightened before recognition, in degrees (0 unless the accurate work
+    /// ran and found a rotation).
     public var deskewDegrees: Double
+    /// How many Tesseract recognition passes the image took: 1 for ``OCRScanOptions/Level/fast``
+    /// and for an ``OCRScanOptions/Level/auto`` read that was sure after its first pass.
+    public var passes: Int
 
     /// Creates a result.
-    public init(lines: [RecognizedLine], matches: [TextMatch], scale: Double, deskewDegrees: Double)
-    {
+    public init(
+        lines: [RecognizedLine],
+        matches: [TextMatch],
+        scale: Double,
+        deskewDegrees: Double,
+        passes: Int = 1
+    ) {
         self.lines = lines
         self.matches = matches
         self.scale = scale
         self.deskewDegrees = deskewDegrees
+        self.passes = passes
     }
 
     /// The full text: lines joined by `\n`.

@@ -17,14 +17,15 @@ final class TesseractEngine: @unchecked Sendable {
     init(handle: OpaquePointer) { self.handle = handle }
 
     deinit {
-        TessBaseAPIEnd(handle)
-        TessBaseAPIDelete(handle)
+        sf_TessBaseAPIEnd(handle)
+        sf_TessBaseAPIDelete(handle)
     }
 }
 
 /// Engines are expensive (the model is loaded at init, ~50–100 ms); a batch should pay that
 /// once per worker. Engines are created lazily, on first use, one per concurrent caller, and
-/// kept idle per (tessdata, languages) for the next call. Nothing is loaded unless OCR runs.
+/// kept idle per (tessdata, languages) for the next call. Nothing is loaded unless OCR runs:
+/// not even libtesseract itself (CTesseract opens it on the first engine).
 final class TesseractPool: Sendable {
     static let shared = TesseractPool()
 
@@ -41,7 +42,7 @@ final class TesseractPool: Sendable {
     /// only contend (a batch is 2-3x slower on 2 cores). libgomp reads `OMP_THREAD_LIMIT`
     /// once, when the process starts, so a library cannot set it: programs set it and
     /// re-execute themselves (as `scan --text` does), or their users export it.
-    static var openMPThreadLimit: Int { Int(omp_get_thread_limit()) }
+    static var openMPThreadLimit: Int { Int(sf_omp_get_thread_limit()) }
 
     /// Runs `body` with an engine for `key`, creating one when none is idle.
     func withEngine<T>(
@@ -56,7 +57,7 @@ final class TesseractPool: Sendable {
             engine = try make(key, input: input)
         }
         defer {
-            TessBaseAPIClear(engine.handle)
+            sf_TessBaseAPIClear(engine.handle)
             idle.withLock { table in
                 if table[key, default: []].count < keep { table[key, default: []].append(engine) }
             }
@@ -68,7 +69,18 @@ final class TesseractPool: Sendable {
     func idleCount(_ key: Key) -> Int { idle.withLock { $0[key]?.count ?? 0 } }
 
     private func make(_ key: Key, input: String) throws(OCRError) -> TesseractEngine {
-        guard let handle = TessBaseAPICreate() else {
+        // libtesseract is mapped on the first engine, not when the program starts.
+        var reason = [CChar](repeating: 0, count: 256)
+        guard sf_tess_load(&reason, reason.count) == 0 else {
+            let detail = String(decoding: reason.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)
+            throw OCRError(
+                code: .engineFailed,
+                input: input,
+                message: "could not load libtesseract (install libtesseract5)",
+                cause: detail.isEmpty ? nil : detail
+            )
+        }
+        guard let handle = sf_TessBaseAPICreate() else {
             throw OCRError(
                 code: .engineFailed,
                 input: input,
@@ -77,8 +89,8 @@ final class TesseractPool: Sendable {
         }
         let engine = TesseractEngine(handle: handle)
         // Tesseract prints diagnostics to stderr; libraries never print.
-        _ = TessBaseAPISetVariable(handle, "debug_file", "/dev/null")
-        let status = TessBaseAPIInit3(handle, key.tessdata, key.languages)
+        _ = sf_TessBaseAPISetVariable(handle, "debug_file", "/dev/null")
+        let status = sf_TessBaseAPIInit3(handle, key.tessdata, key.languages)
         guard status == 0 else {
             throw OCRError(
                 code: .engineFailed,
@@ -86,7 +98,7 @@ final class TesseractPool: Sendable {
                 message: "Tesseract could not load \(key.languages) from \(key.tessdata)"
             )
         }
-        _ = TessBaseAPISetVariable(handle, "debug_file", "/dev/null")
+        _ = sf_TessBaseAPISetVariable(handle, "debug_file", "/dev/null")
         return engine
     }
 }

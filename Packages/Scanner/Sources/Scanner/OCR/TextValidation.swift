@@ -55,6 +55,9 @@ struct TextMatcher {
         self.regexes = regexes
     }
 
+    /// No validators: everything counts as text.
+    var isEmpty: Bool { validators.isEmpty }
+
     func matches(in lines: [RecognizedLine]) -> [TextMatch] {
         var out: [TextMatch] = []
         var seen = Set<String>()

@@ -1,0 +1,266 @@
+import Foundation
+
+/// A part of an image that looks like a barcode: many strong edges, either in one direction
+/// (the bars of a 1D code) or in every direction (the modules of a 2D code).
+struct CandidateRegion: Sendable, Equatable {
+    /// The region in the analysed image's coordinates (tile-aligned, clipped to the image).
+    var box: PixelRect
+    /// The edges run mostly one way: bars.
+    var isLinear: Bool
+    /// The direction across the bars in degrees, in (-90, 90]: 0 for upright bars (edges
+    /// vary along x), ±90 for bars lying horizontally.
+    var angle: Double
+    /// How strongly textured the region is: summed edge energy above the image's floor.
+    var score: Double
+    /// How many analysis tiles it covers.
+    var tiles: Int
+    /// Mean squared pixel difference per pixel: a proxy for contrast × edge density.
+    var energy: Double
+    /// Share of the edge energy that is oriented (1 for perfect bars, near 0 for noise).
+    var coherence: Double
+}
+
+/// Finds candidate barcode regions cheaply: per tile of 8×8 pixels (sampled on large
+/// images), the structure tensor of the pixel differences; tiles with strong edges are
+/// grouped into regions, and each region is called linear when its summed tensor has one
+/// dominant direction. Costs about one read of the pixels; no allocation per pixel.
+enum RegionFinder {
+    /// Tile side in sampled pixels.
+    static let tile = 8
+
+    /// Regions of `g` (a grey image) in decreasing order of score, at most `limit`, leaving
+    /// out tiles whose centre lies in one of `excluded` (symbols already decoded).
+    static func regions(
+        in g: ImageBuffer,
+        excluding excluded: [PixelRect] = [],
+        limit: Int = 8
+    ) -> [CandidateRegion] {
+        let field = TensorField(g)
+        return field.regions(excluding: excluded, limit: limit)
+    }
+
+    /// Per-tile sums of dx², dy², dx·dy over a grid covering the image.
+    struct TensorField {
+        let columns: Int
+        let rows: Int
+        /// Image pixels per tile side (tile × sampling step).
+        let cell: Int
+        let imageWidth: Int
+        let imageHeight: Int
+        var xx: [Float]
+        var yy: [Float]
+        var xy: [Float]
+
+        init(_ g: ImageBuffer) {
+            imageWidth = g.width
+            imageHeight = g.height
+            // Sample every `step`-th pixel of images whose long side passes ~1200 px, so the
+            // analysis costs about the same on a 12 MP photo as on a 1 MP one.
+            let step = max(1, max(g.width, g.height) / 1200)
+            cell = RegionFinder.tile * step
+            columns = max(1, g.width / cell)
+            rows = max(1, g.height / cell)
+            xx = [Float](repeating: 0, count: columns * rows)
+            yy = xx
+            xy = xx
+            let n = RegionFinder.tile
+            let stride = g.stride
+            let w = g.width
+            let h = g.height
+            g.pixels.withUnsafeBufferPointer { p in
+                xx.withUnsafeMutableBufferPointer { sxx in
+                    yy.withUnsafeMutableBufferPointer { syy in
+                        xy.withUnsafeMutableBufferPointer { sxy in
+                            for ty in 0..<rows {
+                                for tx in 0..<columns {
+                                    var axx = 0
+                                    var ayy = 0
+                                    var axy = 0
+                                    for j in 0..<n {
+                                        let y = ty * cell + j * step
+                                        guard y + 1 < h else { break }
+                                        let row = y * stride
+                                        for i in 0..<n {
+                                            let x = tx * cell + i * step
+                                            guard x + 1 < w else { break }
+                                            let v = Int(p[row + x])
+                                            let dx = Int(p[row + x + 1]) - v
+                                            let dy = Int(p[row + stride + x]) - v
+                                            axx += dx * dx
+                                            ayy += dy * dy
+                                            axy += dx * dy
+                                        }
+                                    }
+                                    let t = ty * columns + tx
+                                    sxx[t] = Float(axx)
+                                    syy[t] = Float(ayy)
+                                    sxy[t] = Float(axy)
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        /// The share of oriented edge energy over the tiles whose centre lies in `rect`
+        /// (1 for bars, near 0 for noise), or nil when fewer than two tiles do.
+        func coherence(in rect: PixelRect) -> Double? {
+            let c0 = max(0, (rect.x - cell / 2 + cell - 1) / cell)
+            let c1 = min(columns - 1, (rect.x + rect.width - cell / 2) / cell)
+            let r0 = max(0, (rect.y - cell / 2 + cell - 1) / cell)
+            let r1 = min(rows - 1, (rect.y + rect.height - cell / 2) / cell)
+            guard c0 <= c1, r0 <= r1, (c1 - c0 + 1) * (r1 - r0 + 1) >= 2 else { return nil }
+            var (a, b, c) = (Float(0), Float(0), Float(0))
+            for ty in r0...r1 {
+                for tx in c0...c1 {
+                    let t = ty * columns + tx
+                    a += xx[t]
+                    b += yy[t]
+                    c += xy[t]
+                }
+            }
+            guard a + b > 0 else { return 0 }
+            return Double(((a - b) * (a - b) + 4 * c * c).squareRoot() / (a + b))
+        }
+
+        func regions(excluding excluded: [PixelRect], limit: Int) -> [CandidateRegion] {
+            let count = columns * rows
+            guard count >= 4 else { return [] }
+            let perTile = Float(RegionFinder.tile * RegionFinder.tile)
+            // Energy per pixel of each tile, and of its 3×3 neighbourhood's summed tensor
+            // (orientation needs more samples than one tile gives).
+            var energy = [Float](repeating: 0, count: count)
+            var oriented = [Float](repeating: 0, count: count)
+            for t in 0..<count { energy[t] = (xx[t] + yy[t]) / perTile }
+            for ty in 0..<rows {
+                for tx in 0..<columns {
+                    var a: Float = 0
+                    var b: Float = 0
+                    var c: Float = 0
+                    var k: Float = 0
+                    for j in max(0, ty - 1)...min(rows - 1, ty + 1) {
+                        for i in max(0, tx - 1)...min(columns - 1, tx + 1) {
+                            let t = j * columns + i
+                            a += xx[t]
+                            b += yy[t]
+                            c += xy[t]
+                            k += 1
+                        }
+                    }
+                    oriented[ty * columns + tx] =
+                        ((a - b) * (a - b) + 4 * c * c).squareRoot() / (k * perTile)
+                }
+            }
+            // The image's own texture level: the lower quartile of its tiles (a symbol may
+            // fill most of the picture). Candidates stand well above it (strong tiles seed a
+            // region), and regions grow through tiles that stand above it at all (weak), so
+            // a low-contrast symbol is found whole rather than in pieces (hysteresis).
+            let backgroundEnergy = Self.quantile(energy, 0.25)
+            let backgroundOriented = Self.quantile(oriented, 0.25)
+            let floor: Float = 16
+            var strong = [Bool](repeating: false, count: count)
+            var weak = [Bool](repeating: false, count: count)
+            for t in 0..<count {
+                let bars = oriented[t] >= 0.5 * energy[t] && energy[t] >= floor
+                strong[t] =
+                    energy[t] >= max(2 * floor, 4 * backgroundEnergy)
+                    || (bars && oriented[t] >= max(floor, 4 * backgroundOriented))
+                weak[t] =
+                    strong[t] || energy[t] >= max(floor, 2 * backgroundEnergy)
+                    || (bars && oriented[t] >= max(floor / 2, 2 * backgroundOriented))
+            }
+            for rect in excluded {
+                // Tiles whose centre is inside the rectangle.
+                let c0 = max(0, (rect.x - cell / 2 + cell - 1) / cell)
+                let c1 = min(columns - 1, (rect.x + rect.width - cell / 2) / cell)
+                let r0 = max(0, (rect.y - cell / 2 + cell - 1) / cell)
+                let r1 = min(rows - 1, (rect.y + rect.height - cell / 2) / cell)
+                guard c0 <= c1, r0 <= r1 else { continue }
+                for ty in r0...r1 {
+                    for tx in c0...c1 {
+                        strong[ty * columns + tx] = false
+                        weak[ty * columns + tx] = false
+                    }
+                }
+            }
+            let mask = weak
+            // Group with 8-connectivity.
+            var label = [Int32](repeating: -1, count: count)
+            var found: [CandidateRegion] = []
+            var queue: [Int] = []
+            queue.reserveCapacity(64)
+            for start in 0..<count where strong[start] && label[start] < 0 {
+                let id = Int32(found.count)
+                label[start] = id
+                queue.removeAll(keepingCapacity: true)
+                queue.append(start)
+                var head = 0
+                var (x0, y0, x1, y1) = (columns, rows, 0, 0)
+                var (a, b, c) = (Float(0), Float(0), Float(0))
+                var sumEnergy: Float = 0
+                while head < queue.count {
+                    let t = queue[head]
+                    head += 1
+                    let tx = t % columns
+                    let ty = t / columns
+                    x0 = min(x0, tx)
+                    y0 = min(y0, ty)
+                    x1 = max(x1, tx)
+                    y1 = max(y1, ty)
+                    a += xx[t]
+                    b += yy[t]
+                    c += xy[t]
+                    sumEnergy += energy[t]
+                    // Neighbours up to two tiles away: the flat insides of large modules
+                    // and glare on part of a symbol leave gaps of a tile.
+                    for j in max(0, ty - 2)...min(rows - 1, ty + 2) {
+                        for i in max(0, tx - 2)...min(columns - 1, tx + 2) {
+                            let u = j * columns + i
+                            if mask[u], label[u] < 0 {
+                                label[u] = id
+                                queue.append(u)
+                            }
+                        }
+                    }
+                }
+                let tiles = queue.count
+                // Too small for any symbol: 3×2 tiles is about a 21-module QR code at one
+                // pixel per module, or the height of a squat 1D code.
+                guard tiles >= 5, x1 - x0 >= 1, y1 - y0 >= 1 else { continue }
+                let total = a + b
+                let coherence = total > 0 ? ((a - b) * (a - b) + 4 * c * c).squareRoot() / total : 0
+                // Gradient direction: 0 when intensity varies along x (upright bars).
+                let angle = Double(0.5 * atan2(2 * c, a - b)) * 180 / .pi
+                let box = PixelRect(
+                    x: x0 * cell,
+                    y: y0 * cell,
+                    width: min(imageWidth, (x1 + 1) * cell) - x0 * cell,
+                    height: min(imageHeight, (y1 + 1) * cell) - y0 * cell
+                )
+                let meanEnergy = sumEnergy / Float(tiles)
+                found.append(
+                    CandidateRegion(
+                        box: box,
+                        // 2D symbols measure below 0.2; bars 0.5-0.9, lower for faint
+                        // ones whose region takes in their digits.
+                        isLinear: coherence >= 0.3,
+                        angle: angle,
+                        score: Double(sumEnergy - backgroundEnergy * Float(tiles)),
+                        tiles: tiles,
+                        energy: Double(meanEnergy),
+                        coherence: Double(coherence)
+                    )
+                )
+            }
+            return Array(found.sorted { $0.score > $1.score }.prefix(limit))
+        }
+
+        /// The value below which `q` of `values` lie (the grids are small: a sort is cheap).
+        static func quantile(_ values: [Float], _ q: Double) -> Float {
+            guard !values.isEmpty else { return 0 }
+            let sorted = values.sorted()
+            return sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]
+        }
+    }
+}
