@@ -35,8 +35,14 @@ extension Workstation {
         )
         let outData = Mutexed<Data>(Data())
         let errData = Mutexed<Data>(Data())
-        Thread { outData.value = out.fileHandleForReading.readDataToEndOfFile() }.start()
-        Thread { errData.value = err.fileHandleForReading.readDataToEndOfFile() }.start()
+        let read = DispatchGroup()
+        for (pipe, data) in [(out, outData), (err, errData)] {
+            read.enter()
+            Thread {
+                data.value = pipe.fileHandleForReading.readDataToEndOfFile()
+                read.leave()
+            }.start()
+        }
         let exited = DispatchSemaphore(value: 0)
         Thread {
             process.waitUntilExit()
@@ -49,7 +55,7 @@ extension Workstation {
             exited.wait()
         }
         let seconds = Date().timeIntervalSince(started)
-        while !outData.done || !errData.done { Thread.sleep(forTimeInterval: 0.005) }
+        read.wait()
         return BoundedRun(
             run: CommandRun(
                 status: process.terminationStatus,
@@ -82,12 +88,21 @@ func fileLocks(of pid: Int32) throws -> [String] {
     }
 }
 
-/// The process's state letter from /proc/PID/stat (`T`: stopped, `S`: sleeping).
-func processState(_ pid: Int32) -> Character? {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-        let close = stat.lastIndex(of: ")")
-    else { return nil }
-    return stat[stat.index(close, offsetBy: 2)...].first
+/// Waits until the child process `pid` is stopped by a signal (`waitid` with `WSTOPPED`,
+/// without reaping it): true when it is, false when it exited or `timeout` passed first.
+func waitUntilStopped(_ pid: Int32, timeout: Double = 10) -> Bool {
+    let stopped = Mutexed<Bool>(false)
+    let done = DispatchSemaphore(value: 0)
+    Thread {
+        var info = siginfo_t()
+        var result: Int32
+        repeat {
+            result = waitid(P_PID, id_t(pid), &info, WSTOPPED | WEXITED | WNOWAIT)
+        } while result != 0 && errno == EINTR
+        stopped.value = result == 0 && info.si_code == CLD_STOPPED
+        done.signal()
+    }.start()
+    return done.wait(timeout: .now() + timeout) == .success && stopped.value
 }
 
 /// Lines of the server's log that record a status change of `id` to `status`.
@@ -411,7 +426,7 @@ struct StoppedAndInterruptedTests {
         prompting.standardInput = input
         prompting.standardOutput = FileHandle.nullDevice
         prompting.standardError = FileHandle.nullDevice
-        try prompting.run()
+        try CommandRunner.launch(prompting)
         defer {
             for process in [waiting, prompting] where process.isRunning {
                 kill(process.processIdentifier, SIGKILL)
@@ -422,13 +437,10 @@ struct StoppedAndInterruptedTests {
             kill(process.processIdentifier, SIGTSTP)
         }
         for process in [waiting, prompting] {
-            var state = processState(process.processIdentifier)
-            let end = Date(timeIntervalSinceNow: 5)
-            while state != "T" && Date() < end {
-                Thread.sleep(forTimeInterval: 0.01)
-                state = processState(process.processIdentifier)
-            }
-            #expect(state == "T", "process \(process.processIdentifier) is not stopped")
+            #expect(
+                waitUntilStopped(process.processIdentifier),
+                "process \(process.processIdentifier) is not stopped"
+            )
             #expect(try fileLocks(of: process.processIdentifier).isEmpty)
         }
 
@@ -498,13 +510,7 @@ struct StoppedAndInterruptedTests {
         }
         try relay.waitFor("held GET /v1/products/0")
         kill(prefetch.processIdentifier, SIGTSTP)
-        var state = processState(prefetch.processIdentifier)
-        let end = Date(timeIntervalSinceNow: 5)
-        while state != "T" && Date() < end {
-            Thread.sleep(forTimeInterval: 0.01)
-            state = processState(prefetch.processIdentifier)
-        }
-        try #require(state == "T", "prefetch is not stopped")
+        try #require(waitUntilStopped(prefetch.processIdentifier), "prefetch is not stopped")
         #expect(try fileLocks(of: prefetch.processIdentifier).isEmpty)
 
         // The image cache, the suite's settings and the session, from other processes.

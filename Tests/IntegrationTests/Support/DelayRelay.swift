@@ -63,7 +63,7 @@ final class DelayRelay: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try CommandRunner.launch(process)
         self.process = process
         output.collect(stdout: out, stderr: err)
         do {
