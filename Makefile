@@ -18,7 +18,7 @@ export OMP_THREAD_LIMIT ?= 1
 FORMAT_PATHS := Package.swift Apps Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks \
   $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
 
-.PHONY: help deps build test test-packages stress fuzz demo bench bench-network format release clean
+.PHONY: help deps build test test-packages stress fuzz demo bench bench-thresholds bench-network format release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 15
@@ -62,13 +62,18 @@ fuzz: deps ## libFuzzer on the store decoder, the JSON parser and the image deco
 demo: deps build ## the suite's main job on the embedded defaults
 	@scripts/demo.sh "$$($(SWIFT) build -c release --show-bin-path)"
 
-bench: deps build ## package-benchmark suites, then comparisons against the tools users pick instead
+bench: deps build ## package-benchmark suites, their regression thresholds, then comparisons against the tools users pick instead
 	cd Benchmarks && $(SWIFT) package --disable-sandbox benchmark --no-progress
 	@for s in Benchmarks/compare/*.sh; do \
 	  [[ -e "$$s" ]] || continue; \
 	  echo "==> $$s"; \
 	  bash "$$s" "$$($(SWIFT) build -c release --show-bin-path)"; \
 	done
+	@echo "==> Benchmarks/thresholds.sh check (fails on a p90 regression of more than 10%)"
+	bash Benchmarks/thresholds.sh check
+
+bench-thresholds: deps ## record Benchmarks/Thresholds from a run on this machine (run it idle, then commit)
+	bash Benchmarks/thresholds.sh update
 
 bench-network: deps build ## client flows over shaped links (3G, Edge, 2% loss, down) between network namespaces (root)
 	@bash Benchmarks/network/bench-network.sh "$$($(SWIFT) build -c release --show-bin-path)"

@@ -29,7 +29,12 @@ private let writeStore = try! SharedStore(suite: "bench-write", root: root)
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .mallocCountTotal],
-        maxDuration: .seconds(3)
+        maxDuration: .seconds(3),
+        // More than 10% worse at p90 than Benchmarks/Thresholds fails `make bench`.
+        thresholds: [
+            .wallClock: .init(relative: [.p90: 10]),
+            .mallocCountTotal: .init(relative: [.p90: 10]),
+        ]
     )
 
     Benchmark("SharedStore read (snapshot)", configuration: .init(scalingFactor: .kilo)) {
