@@ -170,7 +170,7 @@ extension SuiteClient {
             }
             return Fetched(
                 value: Page(items: Array(items.prefix(query.limit ?? 50)), nextCursor: nil),
-                origin: .cache(fetchedAt: oldest, reason: error.message)
+                origin: .cache(fetchedAt: oldest, reason: error.offlineReason)
             )
         }
     }
@@ -213,7 +213,7 @@ extension SuiteClient {
                 guard let match else { throw error }
                 return Fetched(
                     value: match.detail,
-                    origin: .cache(fetchedAt: match.fetchedAt, reason: error.message)
+                    origin: .cache(fetchedAt: match.fetchedAt, reason: error.offlineReason)
                 )
             default:
                 throw error
@@ -363,5 +363,17 @@ extension SuiteClient {
             newest[detail.id] = (detail, entry.fetchedAt)
         }
         return Array(newest.values)
+    }
+}
+
+extension SuiteClientError {
+    /// Why the server could not be used, for a copy found among the kept reservations: the
+    /// reason without the "no copy … was kept" that ``SuiteClient/get(_:query:as:cacheNamespace:what:)``
+    /// adds when the request itself has no kept answer (a copy was found after all).
+    var offlineReason: String {
+        if let underlying = cause as? SuiteClientError, underlying.code == .offline {
+            return underlying.message
+        }
+        return message
     }
 }

@@ -10,8 +10,12 @@
 #   Lossy  3G plus 2% of packets dropped, each direction
 #   Down   every packet dropped
 # Bandwidth: tc tbf on each end's egress. Loss: iptables -m statistic in the client's
-# namespace. Latency: Benchmarks/network/delay_relay.py in the server's namespace (this
-# kernel has no netem), which also charges a new connection its handshake round trip.
+# namespace. Latency: Benchmarks/network/delay_relay.py (this kernel has no netem), which
+# also charges a new connection its handshake round trip. The relay runs in the client's
+# namespace on 127.0.0.1 and forwards across the shaped veth to the server: the apps talk
+# to http://127.0.0.1:PORT (loopback, where Auth lets credentials travel over plain http,
+# so the shipped apps need no opt-out) while every byte crosses the shaped link. On Down
+# the relay's port drops SYNs too, so a client's connect times out as on a dead link.
 # Every flow runs BENCH_NETWORK_RUNS times (default 10) per profile: success rate, p50/p95
 # per flow and profile, as a markdown table on stdout and under bench-results/, followed by
 # the server's own count of check-ins (a retried write is applied once).
@@ -52,7 +56,7 @@ veth_srv=sfs$((id % 100000))
 cli_ip=10.203.0.1
 srv_ip=10.203.0.2
 relay_port=8080
-url=http://$srv_ip:$relay_port
+url=http://127.0.0.1:$relay_port
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-network.XXXXXX")
 server_pid=
 relay_pid=
@@ -110,9 +114,10 @@ in_cli iptables -A OUTPUT -o "$veth_cli" -m statistic --mode random --probabilit
   2>"$work/ipt.err" || skip "iptables -m statistic is not available: $(cat "$work/ipt.err")"
 in_cli iptables -F OUTPUT
 
-# The server on the demo data, on its host's loopback; the relay is its public address.
-# (`ip netns exec` execs the command: $! is the process itself, never a subshell.)
-ip netns exec "$ns_srv" "$bin/store-server" serve --host 127.0.0.1 --port 0 --demo-data \
+# The server on the demo data, on its host's veth address; the relay on the client's
+# loopback is the only way to it. (`ip netns exec` execs the command: $! is the process
+# itself, never a subshell.)
+ip netns exec "$ns_srv" "$bin/store-server" serve --host "$srv_ip" --port 0 --demo-data \
   --database "$work/store.sqlite" >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 port=
@@ -130,7 +135,7 @@ start_relay() { # delay-ms [extra relay flags]
     wait "$relay_pid" 2>/dev/null || true
   fi
   : >"$work/relay.out"
-  ip netns exec "$ns_srv" python3 "$here/delay_relay.py" --listen "$srv_ip:$relay_port" --to "127.0.0.1:$port" \
+  ip netns exec "$ns_cli" python3 "$here/delay_relay.py" --listen "127.0.0.1:$relay_port" --to "$srv_ip:$port" \
     --delay-ms "$1" --lifetime 3600 "${@:2}" >"$work/relay.out" 2>>"$work/relay.log" &
   relay_pid=$!
   for _ in $(seq 1 300); do
@@ -169,7 +174,9 @@ profile() {
     Lossy) shape 780 330; start_relay 100; lose 0.02 ;;
     Down) shape 780 330; start_relay 100
       in_cli iptables -A INPUT -i "$veth_cli" -j DROP
-      in_cli iptables -A OUTPUT -o "$veth_cli" -j DROP ;;
+      in_cli iptables -A OUTPUT -o "$veth_cli" -j DROP
+      # The relay stands for the link: its port drops SYNs as the dead link would.
+      in_cli iptables -A INPUT -i lo -p tcp --dport "$relay_port" -j DROP ;;
     *) echo "error: unknown profile '$1' (LAN 3G Edge Lossy Down)" >&2; exit 64 ;;
   esac
 }
@@ -177,7 +184,7 @@ profile() {
 home=$work/home
 mkdir -m 700 "$home"
 checkins=$((runs * ${#profiles[@]}))
-echo "bench-network: server $url in $ns_srv, clients in $ns_cli, $runs runs per flow and profile" >&2
+echo "bench-network: server $srv_ip in $ns_srv, clients in $ns_cli through $url, $runs runs per flow and profile" >&2
 profile LAN
 in_cli python3 "$here/flows.py" prepare --bin "$bin" --server "$url" --home "$home" \
   --checkins "$checkins" --out "$work/pool.json"

@@ -38,10 +38,22 @@ enum CommandRunner {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input
-        try process.run()
+        try launch(process)
         if let stdin { input.fileHandleForWriting.write(stdin) }
         try? input.fileHandleForWriting.close()
         return (process, out, err)
+    }
+
+    /// Starts `process` as a shell would, with no signal blocked: a child inherits the
+    /// signal mask of the thread that spawns it, and the test runner's threads block most
+    /// signals (a SIGTSTP or SIGINT sent to the child would wait unseen).
+    static func launch(_ process: Process) throws {
+        var none = sigset_t()
+        var saved = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+        try process.run()
     }
 
     /// Runs `executable` to its end; with `interruptAfter`, sends SIGINT after that many

@@ -33,7 +33,7 @@ final class StoreServerProcess: @unchecked Sendable {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = try FileHandle(forWritingTo: log)
-        try process.run()
+        try CommandRunner.launch(process)
         self.process = process
         let line = Mutexed<String?>(nil)
         let reader = Thread {

@@ -302,6 +302,7 @@ public final class AuthClient: Sendable {
         var attempt = 0
         var refreshedAfter401 = false
         var resynced = false
+        var resigned = false
         while true {
             if Task.isCancelled { throw AuthError(.cancelled, "request to \(path) was cancelled") }
             attempt += 1
@@ -348,6 +349,18 @@ public final class AuthClient: Sendable {
                     }
                     refreshedAfter401 = true
                     _ = try await refresh(replacing: active.credentials, deadline: end)
+                    continue
+                }
+                if type == AuthProblemType.invalidSignature, retryable, !resigned {
+                    // The transport below (libcurl) re-sends a request's exact bytes on a new
+                    // connection when a reused one dies before the answer; the server refuses
+                    // that copy as a replayed nonce. A request that may be repeated (an
+                    // idempotent method, or an Idempotency-Key) is signed afresh, once.
+                    resigned = true
+                    logger.notice(
+                        "signature refused; signing the request again",
+                        metadata: ["method": "\(method)", "path": "\(path)"]
+                    )
                     continue
                 }
                 if type == AuthProblemType.signatureOutsideWindow, !resynced {

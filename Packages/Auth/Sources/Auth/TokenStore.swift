@@ -212,8 +212,13 @@ public final class TokenStore: Sendable {
         guard fd >= 0 else { throw Self.system("cannot open the refresh lock", guardPath) }
         defer { close(fd) }
         var attempts = 0
+        // A job-control stop (SIGTSTP) is deferred while the lock is held (StopDeferral):
+        // this process never stops holding it, and stops right after releasing it.
+        StopDeferral.enter()
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR, attempts < 2_000 else {
+            let failure = errno
+            StopDeferral.leave()
+            guard failure == EWOULDBLOCK || failure == EINTR, attempts < 2_000 else {
                 throw AuthError(.tokenStore, "refresh lock \(guardPath) stayed busy")
             }
             attempts += 1
@@ -222,8 +227,12 @@ public final class TokenStore: Sendable {
             } catch {
                 throw AuthError(.cancelled, "waiting for the refresh lock was cancelled")
             }
+            StopDeferral.enter()
         }
-        defer { flock(fd, LOCK_UN) }
+        defer {
+            flock(fd, LOCK_UN)
+            StopDeferral.leave()
+        }
         return try body()
     }
 

@@ -479,14 +479,22 @@ public final class DiskCache: Sendable {
         pending: [CacheKeyHash: UInt64],
         _ body: (inout IndexSession) throws(ImageCacheError) -> T
     ) throws(ImageCacheError) -> T? {
+        // A job-control stop (SIGTSTP) is deferred while the index lock is held: this
+        // process never stops holding it, and stops right after releasing it.
+        StopDeferral.enter()
         if !lockFile(handle.lockFD, wait ? LOCK_EX : LOCK_EX | LOCK_NB) {
-            if !wait && errno == EWOULDBLOCK {
+            let failure = errno
+            StopDeferral.leave()
+            if !wait && failure == EWOULDBLOCK {
                 restore(pending)
                 return nil
             }
-            throw .system("cannot lock", path: folder.path + "/lock")
+            throw .system("cannot lock", path: folder.path + "/lock", errno: failure)
         }
-        defer { _ = lockFile(handle.lockFD, LOCK_UN) }
+        defer {
+            _ = lockFile(handle.lockFD, LOCK_UN)
+            StopDeferral.leave()
+        }
         // Another process may have replaced the index file (grown or rebuilt it).
         if handle.indexFD >= 0 {
             var current = stat()

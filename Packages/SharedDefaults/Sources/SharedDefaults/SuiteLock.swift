@@ -10,6 +10,10 @@ internal import Glibc
 /// ``SharedStoreError/Code/lockTimeout``. A helper whose caller gave up releases the lock as
 /// soon as it gets it, or hands it to the next caller of this process that wants it; at most
 /// one helper exists per lock, so two never unlock each other's lock.
+///
+/// From the start of ``acquire(timeout:announceAfter:announce:)`` to ``release()`` a job
+/// control stop (`SIGTSTP`) is deferred (``StopDeferral``): a process is never stopped
+/// holding the suite's lock; it stops right after releasing it.
 final class SuiteLock: @unchecked Sendable {
     // Safe: `fd` is immutable; every other field is read and written only while holding
     // `condition`. The helper thread keeps `self` alive until it has finished with `fd`.
@@ -33,6 +37,20 @@ final class SuiteLock: @unchecked Sendable {
     ///   - timeout: how long to wait for another process; nil waits as long as it takes.
     ///   - announceAfter: when to call `announce` (once) if the lock is still held.
     func acquire(
+        timeout: Duration?,
+        announceAfter: Duration,
+        announce: (_ holder: Int32?) -> Void
+    ) throws(SharedStoreError) {
+        StopDeferral.enter()
+        do {
+            try acquireLocked(timeout: timeout, announceAfter: announceAfter, announce: announce)
+        } catch {
+            StopDeferral.leave()
+            throw error
+        }
+    }
+
+    private func acquireLocked(
         timeout: Duration?,
         announceAfter: Duration,
         announce: (_ holder: Int32?) -> Void
@@ -86,9 +104,11 @@ final class SuiteLock: @unchecked Sendable {
         acquired = false
     }
 
-    /// Releases the lock taken by ``acquire(timeout:announceAfter:announce:)``.
+    /// Releases the lock taken by ``acquire(timeout:announceAfter:announce:)``; a stop
+    /// deferred meanwhile takes effect now.
     func release() {
         _ = flock(fd, LOCK_UN)
+        StopDeferral.leave()
     }
 
     private func startHelper() {

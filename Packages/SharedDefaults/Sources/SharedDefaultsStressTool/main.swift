@@ -10,6 +10,9 @@
 //   SharedDefaultsStressTool timed-writes SUITE COUNT stat|notify   prints write latency
 //   SharedDefaultsStressTool watch SUITE KEY                prints "ready", then one line
 //                                                           "<new value> <now µs>" per change
+//   SharedDefaultsStressTool hold SUITE KEY                 in one commit: prints "locked",
+//                                                           reads a line from stdin, sets KEY
+//                                                           to 1; then prints "released"
 import Foundation
 import Logging
 import SharedDefaults
@@ -97,6 +100,15 @@ do {
             let text = change.newValue.map { $0.jsonText() } ?? "null"
             line("\(text) \(nowMicros())")
         }
+    case "hold":
+        guard arguments.count == 3 else { fail("hold SUITE KEY") }
+        let store = try SharedStore(suite: suite, refresh: .statEveryRead, logger: logger)
+        try store.update { values in
+            line("locked")
+            _ = readLine()
+            values[arguments[2]] = .int(1)
+        }
+        line("released")
     default:
         fail("unknown mode \(mode)")
     }

@@ -138,4 +138,34 @@ struct ProcessTests {
         let before = store.int(forKey: "n") ?? 0
         #expect(try store.increment("n") > before)
     }
+
+    @Test(
+        "a process stopped (SIGTSTP) inside a commit stops only once it has released the suite's lock: another process writes meanwhile"
+    )
+    func stopDeferredPastTheLock() throws {
+        let root = try TemporaryRoot()
+        let store = try root.store(refresh: .statEveryRead)
+        let holder = try Child(["hold", "test", "held"], root: root, input: true)
+        let pid = holder.process.processIdentifier
+        defer {
+            kill(pid, SIGCONT)
+            holder.input?.fileHandleForWriting.closeFile()
+        }
+        try #require(holder.nextLine() == "locked")
+        #expect(!(try fileLocks(of: pid)).isEmpty, "the holder has the suite's lock")
+        // Ctrl-Z in the middle of the commit: deferred until the lock is released.
+        kill(pid, SIGTSTP)
+        holder.send("go\n")
+        try #require(holder.waitUntilStopped(), "the holder exited instead of stopping")
+        #expect(try fileLocks(of: pid).isEmpty, "stopped holding a lock")
+        // While it is stopped, another process takes the lock and commits.
+        let writer = try Child(["set", "test", "other", "5"], root: root)
+        #expect(writer.waitForExit(timeout: 20) == 0, "the writer waited for the stopped one")
+        #expect(store.int(forKey: "other") == 5)
+        #expect(store.int(forKey: "held") == 1, "the stopped process's commit is complete")
+        // Continued, it carries on where it stopped.
+        kill(pid, SIGCONT)
+        #expect(holder.nextLine() == "released")
+        #expect(holder.waitForExit() == 0)
+    }
 }

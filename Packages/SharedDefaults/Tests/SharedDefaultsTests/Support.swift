@@ -84,7 +84,10 @@ final class Child {
     private var buffer: [UInt8] = []
     private var eof = false
 
-    init(_ arguments: [String], root: TemporaryRoot) throws {
+    /// The child's stdin, when it was started with `input: true`.
+    let input: Pipe?
+
+    init(_ arguments: [String], root: TemporaryRoot, input: Bool = false) throws {
         process.executableURL = stressToolURL
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
@@ -92,7 +95,34 @@ final class Child {
         process.environment = environment
         process.standardOutput = output
         process.standardError = FileHandle.standardError
+        self.input = input ? Pipe() : nil
+        if let pipe = self.input { process.standardInput = pipe }
+        // A child inherits the signal mask of the thread that spawns it, and the test
+        // runner's threads block most signals: spawned with none blocked, as from a shell,
+        // so that signals sent to it (SIGTSTP) act as they would for a user.
+        var none = sigset_t()
+        var saved = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
         try process.run()
+    }
+
+    /// Writes `text` to the child's stdin.
+    func send(_ text: String) {
+        input?.fileHandleForWriting.write(Data(text.utf8))
+    }
+
+    /// Waits until the child is stopped (by a signal), without reaping it: true when it is,
+    /// false when it exited instead.
+    func waitUntilStopped() -> Bool {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(process.processIdentifier), &info, WSTOPPED | WEXITED | WNOWAIT)
+            != 0
+        {
+            if errno != EINTR { return false }
+        }
+        return info.si_code == CLD_STOPPED
     }
 
     deinit {
@@ -134,6 +164,33 @@ final class Child {
     func waitForExit() -> Int32 {
         process.waitUntilExit()
         return process.terminationStatus
+    }
+
+    /// The exit status, or nil (and the child killed) when it has not exited after
+    /// `timeout` seconds.
+    func waitForExit(timeout: Double) -> Int32? {
+        let exited = DispatchSemaphore(value: 0)
+        let process = process
+        Thread {
+            process.waitUntilExit()
+            exited.signal()
+        }.start()
+        guard exited.wait(timeout: .now() + timeout) == .success else {
+            kill(process.processIdentifier, SIGKILL)
+            exited.wait()
+            return nil
+        }
+        return process.terminationStatus
+    }
+}
+
+/// The kernel's file locks held by `pid` (lines of /proc/locks naming it as holder).
+func fileLocks(of pid: Int32) throws -> [String] {
+    let table = try String(contentsOfFile: "/proc/locks", encoding: .utf8)
+    return table.split(separator: "\n").map(String.init).filter { line in
+        // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" (a waiter has "->").
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        return !fields.contains("->") && fields.count > 4 && fields[4] == "\(pid)"
     }
 }
 
