@@ -5,7 +5,9 @@ public import Logging
 ///
 /// The first passes run both engines on the grey view. When they find nothing, fallback
 /// passes try what the engines skip (other binarizers, scaling, contrast, blur, 45°
-/// rotations, inversion), as far as ``BarcodeScanOptions/effort`` allows. A reader holds no
+/// rotations, inversion), as far as ``BarcodeScanOptions/effort`` allows. Readings of linear
+/// and PDF417 symbols with modules under two pixels are read again from their region scaled
+/// up, and a different reading there replaces a misread (at every effort). A reader holds no
 /// mutable state: one instance may scan from many threads at once.
 public final class BarcodeReader: Sendable {
     /// What to look for and how hard to try.
@@ -45,7 +47,16 @@ public final class BarcodeReader: Sendable {
             )
             search.run(into: &merger)
         }
-        return merger.sorted()
+        let origin = ImagePoint(x: Int(base.tx), y: Int(base.ty))
+        return Merger(
+            limit: nil,
+            items: SmallSymbolCheck.check(
+                merger.sorted(),
+                in: grey,
+                origin: origin,
+                options: options
+            )
+        ).sorted()
     }
 
     /// ZXing's quick search over the whole image, then zbar when that finds nothing.
@@ -96,7 +107,10 @@ struct Merger {
     private(set) var items: [Barcode] = []
     let limit: Int?
 
-    init(limit: Int?) { self.limit = limit }
+    init(limit: Int?, items: [Barcode] = []) {
+        self.limit = limit
+        self.items = items
+    }
 
     var isEmpty: Bool { items.isEmpty }
     var count: Int { items.count }
