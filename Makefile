@@ -27,7 +27,7 @@ export SHOPFLOOR_CORPUS ?= $(abspath $(CURDIR)/../shared/corpus)
 export OMP_THREAD_LIMIT ?= 1
 
 # Sources only: never the checkouts under .build directories.
-FORMAT_PATHS := Package.swift Apps Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks \
+FORMAT_PATHS := Package.swift Apps Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks Benchmarks/Tools \
   $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
 
 .PHONY: help deps build test test-packages stress fuzz demo bench bench-thresholds bench-network format release clean

@@ -68,10 +68,12 @@ let package = Package(
             plugins: benchmarkPlugin
         ),
         // Run by compare/store-server-load.sh: a load generator that signs every request.
+        // Helper programs live under Tools/: package-benchmark takes every executable target
+        // whose folder is in Benchmarks/ for a benchmark suite and runs it.
         .executableTarget(
             name: "StoreServerLoad",
             dependencies: [.product(name: "Auth", package: "Auth")],
-            path: "Benchmarks/StoreServerLoad",
+            path: "Tools/StoreServerLoad",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -88,7 +90,7 @@ let package = Package(
         .executableTarget(
             name: "SharedDefaultsCompare",
             dependencies: [.product(name: "SharedDefaults", package: "SharedDefaults")],
-            path: "Benchmarks/SharedDefaultsCompare",
+            path: "Tools/SharedDefaultsCompare",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

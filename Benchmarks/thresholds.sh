@@ -5,8 +5,12 @@
 #                                           a checked-in threshold is more than 10% worse at p90
 #   thresholds.sh update [--target T ...]  rewrite Thresholds/ from a run on this machine
 #                                           (run it on an idle machine)
-# Thresholds hold p90 wall clock and malloc count of the suite's own code; the tools compared
-# against (Foundation, UserDefaults, NSCache, leptonica, swift-http-structured-headers) get none.
+# Thresholds hold the p90 malloc count of the suite's own code (a 10% regression fails); the
+# tools compared against (Foundation, UserDefaults, NSCache, leptonica, swift-http-structured-
+# headers) get none. Wall clock is reported by every run but not checked: on this 2-core VM
+# two idle runs minutes apart differed by up to 78% at p90 (Auth verify 4,993 -> 8,929 us;
+# ModelsBenchmarks' decode is bimodal within one run, p0 58 ms, p50 102 ms), so a 10% gate
+# on time would fail at random; allocation counts repeat exactly.
 # ImageCacheBenchmarks is left to `update`: its files hold the issue's targets as hard ceilings.
 # package-benchmark 1.38.1 writes threshold files with spaces turned into underscores but reads
 # them by the benchmark's raw name, so `update` renames each file to the raw name.
@@ -50,7 +54,7 @@ python3 - "$log" "$scratch" Thresholds <<'PY'
 import json, os, re, sys
 
 listing, written, thresholds = sys.argv[1:4]
-kept = ("wallClock", "mallocCountTotal")
+kept = ("mallocCountTotal",)
 # The alternatives a benchmark compares against are not ours to guard.
 foreign = re.compile(r"^(Baseline|Foundation baseline|Alternative|UserDefaults)|leptonica|JSONDecoder|JSONEncoder")
 target, count = None, 0
