@@ -47,24 +47,19 @@ public final class BarcodeReader: Sendable {
             )
             search.run(into: &merger)
         }
-        let origin = ImagePoint(x: Int(base.tx), y: Int(base.ty))
-        return Merger(
-            limit: nil,
-            items: SmallSymbolCheck.check(
-                merger.sorted(),
-                in: grey,
-                origin: origin,
-                options: options
-            )
-        ).sorted()
+        let checked = SmallSymbolCheck.check(
+            merger.sorted(),
+            in: grey,
+            origin: ImagePoint(x: Int(base.tx), y: Int(base.ty)),
+            options: options
+        )
+        return Merger.inReadingOrder(checked)
     }
 
     /// ZXing's quick search over the whole image, then zbar when that finds nothing.
     private func scanFast(_ grey: ImageBuffer, _ base: PointTransform, into merger: inout Merger) {
-        var quick = ZXingEngine.Pass()
+        var quick = ZXingEngine.Pass(searching: options)
         quick.tryHarder = false
-        quick.tryRotate = options.searchesRotations
-        quick.tryInvert = options.searchesInverted
         let started = ContinuousClock.now
         merger.add(
             ZXingEngine.read(
@@ -107,10 +102,7 @@ struct Merger {
     private(set) var items: [Barcode] = []
     let limit: Int?
 
-    init(limit: Int?, items: [Barcode] = []) {
-        self.limit = limit
-        self.items = items
-    }
+    init(limit: Int?) { self.limit = limit }
 
     var isEmpty: Bool { items.isEmpty }
     var count: Int { items.count }
@@ -152,8 +144,11 @@ struct Merger {
         return inter / larger
     }
 
-    func sorted() -> [Barcode] {
-        items.sorted { a, b in
+    func sorted() -> [Barcode] { Self.inReadingOrder(items) }
+
+    /// `codes` top to bottom (rows 10 px apart), then left to right.
+    static func inReadingOrder(_ codes: [Barcode]) -> [Barcode] {
+        codes.sorted { a, b in
             let ra = a.boundingBox
             let rb = b.boundingBox
             if abs(ra.y - rb.y) > 10 { return ra.y < rb.y }

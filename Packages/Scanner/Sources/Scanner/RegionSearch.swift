@@ -285,12 +285,7 @@ struct RegionSearch {
         }
     }
 
-    private func zxingPass() -> ZXingEngine.Pass {
-        var pass = ZXingEngine.Pass()
-        pass.tryRotate = options.searchesRotations
-        pass.tryInvert = options.searchesInverted
-        return pass
-    }
+    private func zxingPass() -> ZXingEngine.Pass { ZXingEngine.Pass(searching: options) }
 
     /// Runs the region's variants in order until one decodes; returns the name of the last
     /// one run and what it found, in `grey`'s coordinates.

@@ -10,10 +10,11 @@ import Foundation
 /// threshold, a global histogram or three times the size), and no right reading reads
 /// otherwise. So each small linear or PDF417 reading is read again from its region scaled
 /// up, variant by variant until one reads that place: a different reading of the same kind
-/// there replaces it; the same reading, or none from every variant, leaves it as it is. 2D matrix symbols (QR, DataMatrix, Aztec) carry
-/// Reed-Solomon codes strong enough not to need this. On the degraded set 122 of 770 images
-/// get a second look; it turned the misreads (3 at the fast effort, 5 at
-/// balanced and thorough) into none and the reads up by 3 to 4 at each effort.
+/// there replaces it; the same reading, or none from every variant, leaves it as it is. 2D
+/// matrix symbols (QR, DataMatrix, Aztec) carry Reed-Solomon codes strong enough not to need
+/// this. On the degraded set 122 of 770 images get a second look; it turned the misreads (3 at
+/// the fast effort, 5 at balanced and thorough) into none and the reads up by 3 to 4 at each
+/// effort.
 enum SmallSymbolCheck {
     /// Readings whose estimated module is narrower than this many pixels are read again.
     static let moduleThreshold = 2.0
@@ -59,7 +60,7 @@ enum SmallSymbolCheck {
     ) -> [Barcode] {
         func moved(_ code: Barcode, _ dx: Int, _ dy: Int) -> Barcode {
             var moved = code
-            moved.points = code.points.map { ImagePoint(x: $0.x + dx, y: $0.y + dy) }
+            moved.points = code.points.map(PointTransform.translation(Double(dx), Double(dy)).apply)
             return moved
         }
         var result: [Barcode] = []
@@ -86,22 +87,16 @@ enum SmallSymbolCheck {
         -> Barcode?
     {
         let place = RegionSearch.widened(code)
-        let area = PixelRect(
-            x: max(0, place.x),
-            y: max(0, place.y),
-            width: min(grey.width, place.x + place.width) - max(0, place.x),
-            height: min(grey.height, place.y + place.height) - max(0, place.y)
-        )
-        guard area.width >= 8, area.height >= 8, let crop = grey.cropped(to: area) else {
+        // `cropped` clips to the image; the crop's corner is the clipped one.
+        guard let crop = grey.cropped(to: place), crop.width >= 8, crop.height >= 8 else {
             return nil
         }
+        let toGrey = PointTransform.translation(Double(max(0, place.x)), Double(max(0, place.y)))
         let kind: Set<Symbology> =
             code.symbology.isEAN ? [.ean13, .upcA] : [code.symbology]
         let symbologies = options.symbologies.intersection(kind)
         guard !symbologies.isEmpty else { return nil }
-        var pass = ZXingEngine.Pass()
-        pass.tryRotate = options.searchesRotations
-        pass.tryInvert = options.searchesInverted
+        var pass = ZXingEngine.Pass(searching: options)
         pass.tryDownscale = false
         var fixed = pass
         fixed.binarizer = .fixedThreshold
@@ -115,7 +110,7 @@ enum SmallSymbolCheck {
         let twice = GreyOps.scaled(crop, by: 2)
         for (factor, pass) in variants {
             let (scaled, back) = factor == 2 ? twice : GreyOps.scaled(crop, by: factor)
-            let transform = PointTransform.translation(Double(area.x), Double(area.y)).after(back)
+            let transform = toGrey.after(back)
             var readings =
                 ZXingEngine.read(
                     scaled,

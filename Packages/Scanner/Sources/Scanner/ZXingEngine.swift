@@ -29,6 +29,14 @@ enum ZXingEngine {
         var isPure = false
         /// Also report symbols located but not decoded (``Reading/located``).
         var returnsErrors = false
+
+        /// The defaults, with the rotated and inverted retries `options` asks for.
+        init(searching options: BarcodeScanOptions) {
+            tryRotate = options.searchesRotations
+            tryInvert = options.searchesInverted
+        }
+
+        init() {}
     }
 
     static var version: String { String(cString: sfz_version()) }
