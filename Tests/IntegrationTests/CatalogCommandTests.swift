@@ -457,6 +457,12 @@ struct CatalogCommandTests {
         let third = try station.catalog(["prefetch", "--json"])
         let done = try JSONDecoder().decode(PrefetchSummary.self, from: Data(third.stdout.utf8))
         #expect(done.alreadyCached == 500 && done.loaded == 0)
+
+        // Every client has exited: each connection through the relay (hundreds) has ended
+        // and is closed, none kept open until the relay stops.
+        let closing = Date(timeIntervalSinceNow: 10)
+        while relay.openConnections > 0, Date() < closing { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(relay.openConnections == 0)
     }
 
     @Test("cache stats counts what is kept and cache clear empties it for every tool")
