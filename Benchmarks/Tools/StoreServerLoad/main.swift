@@ -21,10 +21,13 @@ func fail(_ message: String) -> Never {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count >= 5, let rate = Double(arguments[3]), rate > 0, let seconds = Double(arguments[4]),
+guard arguments.count >= 5, let rate = Double(arguments[3]), rate > 0,
+    let seconds = Double(arguments[4]),
     seconds > 0, seconds <= 120
 else {
-    FileHandle.standardError.write(Data("usage: StoreServerLoad URL[,URL…] PATH[|PATH…] RATE SECONDS [CONNECTIONS]\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: StoreServerLoad URL[,URL…] PATH[|PATH…] RATE SECONDS [CONNECTIONS]\n".utf8)
+    )
     exit(64)
 }
 let urls = arguments[1].split(separator: ",").compactMap { URL(string: String($0)) }
@@ -48,7 +51,9 @@ final class Connection {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if result != 0 { fail("cannot connect to port \(port)") }
     }
@@ -59,7 +64,9 @@ final class Connection {
     func exchange(_ request: [UInt8]) -> Int {
         var offset = 0
         while offset < request.count {
-            let written = request.withUnsafeBytes { write(fd, $0.baseAddress! + offset, request.count - offset) }
+            let written = request.withUnsafeBytes {
+                write(fd, $0.baseAddress! + offset, request.count - offset)
+            }
             if written <= 0 { return 0 }
             offset += written
         }
@@ -67,7 +74,9 @@ final class Connection {
         var headerEnd = -1
         var contentLength = 0
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            let count = buffer.withUnsafeMutableBytes {
+                read(fd, $0.baseAddress! + filled, $0.count - filled)
+            }
             if count <= 0 { return 0 }
             filled += count
             if headerEnd < 0, let end = Self.find(buffer, filled) {
@@ -88,7 +97,9 @@ final class Connection {
     static func find(_ buffer: [UInt8], _ count: Int) -> Int? {
         guard count >= 4 else { return nil }
         for index in 0...(count - 4)
-        where buffer[index] == 13 && buffer[index + 1] == 10 && buffer[index + 2] == 13 && buffer[index + 3] == 10 {
+        where buffer[index] == 13 && buffer[index + 1] == 10 && buffer[index + 2] == 13
+            && buffer[index + 3] == 10
+        {
             return index
         }
         return nil
@@ -100,7 +111,8 @@ let first = urls[0]
 let signIn = Connection(port: first.port!)
 let form = "grant_type=password&username=demo&password=shopfloor-demo"
 let tokenRequest = Array(
-    "POST /v1/auth/token HTTP/1.1\r\nHost: \(first.host!):\(first.port!)\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n\r\n\(form)".utf8
+    "POST /v1/auth/token HTTP/1.1\r\nHost: \(first.host!):\(first.port!)\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n\r\n\(form)"
+        .utf8
 )
 guard signIn.exchange(tokenRequest) == 200,
     let headerEnd = Connection.find(signIn.buffer, signIn.buffer.count)
@@ -112,7 +124,11 @@ struct Tokens: Decodable {
     var signing_key_id: String
     var signing_key: String
 }
-guard let tokens = try? JSONDecoder().decode(Tokens.self, from: Data(signIn.buffer[bodyStart..<bodyEnd])),
+guard
+    let tokens = try? JSONDecoder().decode(
+        Tokens.self,
+        from: Data(signIn.buffer[bodyStart..<bodyEnd])
+    ),
     let secret = Data(base64Encoded: tokens.signing_key),
     let key = try? SigningKey(id: tokens.signing_key_id, secret: secret)
 else { fail("the token answer could not be read") }
@@ -144,7 +160,8 @@ for worker in 0..<threads {
                 created: Int64(Date().timeIntervalSince1970)
             )
             let request = Array(
-                "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(tokens.access_token)\r\nSignature-Input: \(signed.signatureInput)\r\nSignature: \(signed.signature)\r\nContent-Digest: \(signed.contentDigest)\r\n\r\n".utf8
+                "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(tokens.access_token)\r\nSignature-Input: \(signed.signatureInput)\r\nSignature: \(signed.signature)\r\nContent-Digest: \(signed.contentDigest)\r\n\r\n"
+                    .utf8
             )
             let status = connection.exchange(request)
             local.append((Date().timeIntervalSince1970 - scheduled, status))
@@ -161,12 +178,14 @@ let all = results.withLock { $0 }
 let elapsed = Date().timeIntervalSince1970 - start
 let latencies = all.map(\.latency).sorted()
 func percentile(_ p: Double) -> Double {
-    latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000
+    latencies.isEmpty
+        ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000
 }
 let errors = all.filter { $0.status != 200 && $0.status != 304 }.count
 print(
     String(
-        format: #"{"target_rps": %.0f, "achieved_rps": %.1f, "requests": %d, "errors": %d, "p50_ms": %.2f, "p99_ms": %.2f, "max_ms": %.2f}"#,
+        format:
+            #"{"target_rps": %.0f, "achieved_rps": %.1f, "requests": %d, "errors": %d, "p50_ms": %.2f, "p99_ms": %.2f, "max_ms": %.2f}"#,
         rate,
         Double(all.count) / elapsed,
         all.count,

@@ -81,7 +81,8 @@ final class SlowRelay: @unchecked Sendable {
         }
         guard bound == 0, listen(fd, 64) == 0 else {
             close(fd)
-            throw ServerStartError(message: "relay cannot listen: \(String(cString: strerror(errno)))")
+            let reason = String(cString: strerror(errno))
+            throw ServerStartError(message: "relay cannot listen: \(reason)")
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {

@@ -14,6 +14,7 @@ public final class SQLSessionStore: SessionStore {
     /// A store on `database` (migrated).
     public init(database: StoreDatabase) { self.database = database }
 
+    /// See ``SessionStore/insert(session:tokens:)``.
     public func insert(session: SessionRecord, tokens: [TokenRecord]) async throws {
         let secret = session.signingKey.withSecretBytes { Data($0).base64EncodedString() }
         try await database.transaction { sql in
@@ -28,6 +29,7 @@ public final class SQLSessionStore: SessionStore {
         }
     }
 
+    /// See ``SessionStore/insert(tokens:)``.
     public func insert(tokens: [TokenRecord]) async throws {
         if tokens.count == 1 {
             try await Self.insert(tokens, on: database.sql)
@@ -48,6 +50,7 @@ public final class SQLSessionStore: SessionStore {
         }
     }
 
+    /// See ``SessionStore/session(id:)``.
     public func session(id: String) async throws -> SessionRecord? {
         guard
             let row = try await database.sql.raw(
@@ -66,6 +69,7 @@ public final class SQLSessionStore: SessionStore {
         )
     }
 
+    /// See ``SessionStore/token(digest:)``.
     public func token(digest: String) async throws -> TokenRecord? {
         guard
             let row = try await database.sql.raw(
@@ -84,6 +88,7 @@ public final class SQLSessionStore: SessionStore {
         )
     }
 
+    /// See ``SessionStore/markRotated(digest:at:)``.
     public func markRotated(digest: String, at now: Date) async throws -> Date {
         // Compare-and-set: of concurrent callers in any process, one sets the time.
         try await database.sql.raw(
@@ -100,12 +105,14 @@ public final class SQLSessionStore: SessionStore {
         return DBTime.date(rotated)
     }
 
+    /// See ``SessionStore/revoke(sessionID:at:)``.
     public func revoke(sessionID: String, at now: Date) async throws {
         try await database.sql.raw(
             "UPDATE auth_sessions SET revoked_at = \(bind: DBTime.millis(now)) WHERE id = \(bind: sessionID) AND revoked_at IS NULL"
         ).run()
     }
 
+    /// See ``SessionStore/purge(expiredBefore:)``.
     public func purge(expiredBefore date: Date) async throws {
         try await database.sql.raw(
             "DELETE FROM auth_tokens WHERE expires_at < \(bind: DBTime.millis(date))"
@@ -137,6 +144,7 @@ public final class SQLNonceStore: NonceStore {
     /// A store on `database` (migrated).
     public init(database: StoreDatabase) { self.database = database }
 
+    /// See ``NonceStore/record(keyID:nonce:created:expiresAt:now:)``.
     public func record(keyID: String, nonce: String, created: Int64, expiresAt: Int64, now: Int64)
         async throws -> NonceOutcome
     {
