@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 internal import Models
+internal import SharedDefaults
 
 #if canImport(Glibc)
     internal import Glibc
@@ -188,32 +189,13 @@ public final class ResponseCache: Sendable {
         }
     }
 
+    /// Replaces `target` with `bytes`, whole or not at all (SharedDefaults' one file writer),
+    /// `0600`, not flushed: a copy lost in a crash is fetched again.
     static func writeAtomically(_ bytes: Data, to target: String) throws(SuiteClientError) {
-        let temporary = target + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw SuiteClientError(
-                .storage,
-                "cannot create \(temporary): \(String(cString: strerror(errno)))"
-            )
-        }
-        let written = bytes.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let count = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += count
-            }
-            return true
-        }
-        let reason = String(cString: strerror(errno))
-        close(fd)
-        guard written, rename(temporary, target) == 0 else {
-            unlink(temporary)
-            throw SuiteClientError(.storage, "cannot write \(target): \(reason)")
+        do {
+            try FileIO.replaceFile(atPath: target, with: bytes, permissions: 0o600, durable: false)
+        } catch {
+            throw SuiteClientError(.storage, "cannot write \(target): \(error)")
         }
     }
 
@@ -234,7 +216,7 @@ public final class ResponseCache: Sendable {
             let path = directory.appendingPathComponent(name).path
             guard stat(path, &info) == 0 else { continue }
             let age = now.timeIntervalSince1970 - Double(info.st_mtim.tv_sec)
-            let stray = name.contains(".tmp-") && age > 3_600
+            let stray = name.hasSuffix(".tmp") && age > 3_600
             if stray || age > maximumAge { unlink(path) }
         }
     }

@@ -224,7 +224,7 @@ struct ProductPresenter {
                 _ = sayIfStale(response.isStale, response.staleReason, response.metadata, what)
             }
             do {
-                try FileIO.replaceFile(atPath: file, with: [UInt8](response.data))
+                try FileIO.replaceFile(atPath: file, with: response.data)
             } catch {
                 throw CommandError(.failure, "cannot save \(what) to \(file): \(error)")
             }

@@ -20,7 +20,7 @@ final class StoreServerProcess: @unchecked Sendable {
     init(database: URL, port: Int = 0, timeout: Double = 120) throws {
         self.database = database
         log = database.deletingPathExtension().appendingPathExtension("log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
         process.executableURL = CommandRunner.builtBinary("store-server")
         process.arguments = [

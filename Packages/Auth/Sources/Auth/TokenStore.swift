@@ -112,27 +112,12 @@ public final class TokenStore: Sendable {
         guard let data = try? encoder.encode(credentials) else {
             throw AuthError(.tokenStore, "cannot encode credentials")
         }
-        let target = fileURL.path
-        let temporary = target + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Self.system("cannot create", temporary) }
-        let written = data.withUnsafeBytes { bytes -> Bool in
-            var offset = 0
-            while offset < bytes.count {
-                let count = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if count < 0 { if errno == EINTR { continue }; return false }
-                offset += count
-            }
-            return true
+        do {
+            // Atomic and durable, 0600 whatever the umask: SharedDefaults' one file writer.
+            try FileIO.replaceFile(atPath: fileURL.path, with: data, permissions: 0o600)
+        } catch {
+            throw AuthError(.tokenStore, "cannot write the credentials: \(error)")
         }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written, synced, rename(temporary, target) == 0 else {
-            let error = Self.system("cannot write", target)
-            unlink(temporary)
-            throw error
-        }
-        try syncDirectory()
     }
 
     /// Makes a rename or unlink in the container durable (fsync of the directory), so a
@@ -170,15 +155,17 @@ public final class TokenStore: Sendable {
             let lease = Lease(owner: "\(getpid())-\(UUID().uuidString)", expiresAt: now + duration)
             let text =
                 "\(lease.owner) \(Int64((lease.expiresAt.timeIntervalSince1970 * 1000).rounded()))\n"
-            let temporary = leasePath + ".tmp-\(getpid())"
-            guard
-                FileManager.default.createFile(
-                    atPath: temporary,
-                    contents: Data(text.utf8),
-                    attributes: [.posixPermissions: 0o600]
-                ),
-                rename(temporary, leasePath) == 0
-            else { throw Self.system("cannot write the refresh lease", leasePath) }
+            do {
+                // Whole or absent, never flushed: a lease lost in a crash has expired anyway.
+                try FileIO.replaceFile(
+                    atPath: leasePath,
+                    with: Array(text.utf8),
+                    permissions: 0o600,
+                    durable: false
+                )
+            } catch {
+                throw AuthError(.tokenStore, "cannot write the refresh lease: \(error)")
+            }
             return lease
         }
     }

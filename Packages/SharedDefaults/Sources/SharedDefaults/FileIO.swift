@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 internal import Glibc
 
 /// Whole-buffer writes and atomic file replacement on POSIX descriptors: the one place the
@@ -7,6 +7,7 @@ internal import Glibc
 /// ```swift
 /// let status = bytes.withUnsafeBytes { FileIO.writeAll(1, $0) }   // 0, or the errno
 /// try FileIO.replaceFile(atPath: "settings.json", with: Array(text.utf8))
+/// try FileIO.replaceFile(atPath: tokenPath, with: data, permissions: 0o600)
 /// ```
 public enum FileIO {
     /// Writes every byte to `fd`, retrying short writes and `EINTR`, and waiting for a
@@ -94,21 +95,38 @@ public enum FileIO {
     }
 
     /// Replaces the file at `path` with `bytes` as users expect of a command that writes a
-    /// file: atomically for a regular file (a temporary file in the same directory, written
-    /// in full, flushed, renamed over the target, the directory flushed), through a symbolic
-    /// link to the file it names (the link stays), keeping an existing file's permissions.
+    /// file: atomically (a temporary file in the same directory, written in full, renamed
+    /// over the target), through a symbolic link to the file it names (the link stays). This
+    /// is the suite's one way to replace a file: settings exports, saved images, the token
+    /// file and the refresh lease (Auth), the client's offline copies (SuiteClient).
     ///
+    /// - Parameters:
+    ///   - bytes: the whole new content (`[UInt8]`, `Data`, any contiguous bytes).
+    ///   - permissions: the new file's mode bits exactly (`0o600` for a credential), whatever
+    ///     the umask or the old file's; `nil` keeps an existing file's permissions and, where
+    ///     allowed, its owner (a new file gets `0o666` less the umask).
+    ///   - durable: flush the file before the rename and the directory after it, so the new
+    ///     content survives a power loss once this returns; `false` for what can be fetched
+    ///     again (a cache), where a crash may leave the old version but never a torn one.
     /// - Throws: ``FileIOError`` with `notRegularFile` when the path (or the link's target)
     ///   is a directory, FIFO, socket or device, which are refused rather than replaced by a
-    ///   regular file; `system` for a failed system call, naming the path.
-    public static func replaceFile(atPath path: String, with bytes: [UInt8]) throws(FileIOError) {
+    ///   regular file; `system` for a failed system call, naming the path. The temporary file
+    ///   is removed on every failure.
+    public static func replaceFile(
+        atPath path: String,
+        with bytes: some ContiguousBytes,
+        permissions: Int? = nil,
+        durable: Bool = true
+    ) throws(FileIOError) {
         let target = try resolveWritableTarget(path)
         let directory = (target as NSString).deletingLastPathComponent
         let directoryPath = directory.isEmpty ? "." : directory
         let base = (target as NSString).lastPathComponent
         var existing = stat()
         let exists = stat(target, &existing) == 0
-        let mode: mode_t = exists ? existing.st_mode & 0o7777 : 0o666
+        let mode: mode_t =
+            permissions.map { mode_t($0 & 0o7777) }
+            ?? (exists ? existing.st_mode & 0o7777 : 0o666)
         var temporary = ""
         var fd: Int32 = -1
         for attempt in 0..<100 {
@@ -123,28 +141,34 @@ public enum FileIO {
         defer {
             if !keep { unlink(temporary) }
         }
-        if exists {
+        if permissions != nil {
+            // Exactly these bits: `open` applied the umask.
+            _ = fchmod(fd, mode)
+        } else if exists {
             // Keep the file's permissions (umask applied to `open`) and, where allowed, its owner.
             _ = fchmod(fd, mode)
             if existing.st_uid != geteuid() || existing.st_gid != getegid() {
                 _ = fchown(fd, existing.st_uid, existing.st_gid)
             }
         }
-        let written = writeAll(fd, bytes)
+        let written = bytes.withUnsafeBytes { writeAll(fd, $0) }
         guard written == 0 else {
             close(fd)
             throw .system("cannot write", path: temporary, errno: written)
         }
-        guard fsync(fd) == 0 else {
-            let error = errno
-            close(fd)
-            throw .system("cannot flush", path: temporary, errno: error)
+        if durable {
+            guard fsync(fd) == 0 else {
+                let error = errno
+                close(fd)
+                throw .system("cannot flush", path: temporary, errno: error)
+            }
         }
         guard close(fd) == 0 else { throw .system("cannot close", path: temporary) }
         guard rename(temporary, target) == 0 else {
             throw .system("cannot rename the new file over", path: target)
         }
         keep = true
+        guard durable else { return }
         let directoryFD = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directoryFD >= 0 {
             defer { close(directoryFD) }

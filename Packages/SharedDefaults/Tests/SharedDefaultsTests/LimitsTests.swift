@@ -294,6 +294,33 @@ struct LimitsTests {
         #expect(try root.store(refresh: .statEveryRead).string(forKey: "k") == "after")
     }
 
+    @Test("FileIO's permissions are exact whatever the umask; without, a file keeps its own")
+    func fileReplacementPermissions() throws {
+        let root = try TemporaryRoot()
+        let file = root.url.appendingPathComponent("credentials")
+        func mode() -> mode_t {
+            var info = stat()
+            _ = stat(file.path, &info)
+            return info.st_mode & 0o7777
+        }
+        let saved = umask(0)
+        defer { umask(saved) }
+        try FileIO.replaceFile(atPath: file.path, with: Data("one".utf8), permissions: 0o600)
+        #expect(mode() == 0o600)
+        #expect(chmod(file.path, 0o644) == 0)
+        // An existing file's permissions are kept unless new ones are given.
+        try FileIO.replaceFile(atPath: file.path, with: Array("two".utf8))
+        #expect(mode() == 0o644)
+        try FileIO.replaceFile(atPath: file.path, with: Data("three".utf8), permissions: 0o600)
+        #expect(mode() == 0o600)
+        #expect(try String(contentsOf: file, encoding: .utf8) == "three")
+        // Not durable: replaced all the same, and no temporary file is left behind.
+        try FileIO.replaceFile(atPath: file.path, with: Data("four".utf8), durable: false)
+        #expect(try String(contentsOf: file, encoding: .utf8) == "four")
+        #expect(mode() == 0o600)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root.path) == ["credentials"])
+    }
+
     @Test("FileIO replaces a file atomically through links and refuses special files")
     func fileReplacement() throws {
         let root = try TemporaryRoot()
