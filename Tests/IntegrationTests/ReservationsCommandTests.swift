@@ -657,7 +657,7 @@ struct TerminalLoginTests {
         process.standardInput = handle
         process.standardOutput = handle
         process.standardError = handle
-        try process.run()
+        try CommandRunner.launch(process)
         return (process, master, slave)
     }
 

@@ -236,7 +236,7 @@ enum TerminalRunner {
         let err = Pipe()
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try CommandRunner.launch(process)
         close(slave)
         let output = Mutexed<Data>(Data())
         let reader = Thread {

@@ -79,7 +79,7 @@ enum Processes {
         } else {
             process.standardInput = input
         }
-        try process.run()
+        try CommandRunner.launch(process)
         if stdinPath == nil {
             if let stdin { try? input.fileHandleForWriting.write(contentsOf: stdin) }
             try? input.fileHandleForWriting.close()
@@ -141,7 +141,7 @@ final class LiveProcess {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try CommandRunner.launch(process)
     }
 
     deinit {
