@@ -174,24 +174,32 @@ struct SuiteDefaultsCommandTests {
         for (signal, status) in [(SIGINT, Int32(130)), (SIGTERM, Int32(143))] {
             let tool = try SuiteDefaultsTool()
             try tool.run("write", "k", "-int", "1")
-            let (process, out, _) = try tool.start(["watch", "k"])
-            usleep(500_000)
+            let watcher = try LiveProcess(
+                SuiteDefaultsTool.binary,
+                ["watch", "k"],
+                environment: tool.environment
+            )
+            // Ready once it watches the container (its inotify descriptor), not after a delay.
+            try #require(watcher.waitForDescriptor("anon_inode:inotify"), "watch never watched")
             try tool.run("write", "k", "-int", "2")
+            let first = watcher.nextLine(timeout: 20)
+            // Another key changes, then k again: only k's second change may follow.
             try tool.run("write", "other", "x")
-            usleep(300_000)
-            kill(process.processIdentifier, signal)
-            let output = String(
-                decoding: out.fileHandleForReading.readDataToEndOfFile(),
-                as: UTF8.self
-            )
-            process.waitUntilExit()
-            #expect(process.terminationStatus == status)
-            let lines = output.split(separator: "\n")
-            #expect(lines.count == 1, "\(output)")
+            try tool.run("write", "k", "-int", "3")
+            let second = watcher.nextLine(timeout: 20)
+            let (_, outcome) = watcher.stop(with: signal)
+            #expect(outcome.status == status, "\(outcome.stderr)")
             #expect(
-                lines.first?.hasPrefix(#"{"suite":"shopfloor","key":"k","old":1,"new":2,"at":""#)
-                    == true
+                first?.hasPrefix(#"{"suite":"shopfloor","key":"k","old":1,"new":2,"at":""#)
+                    == true,
+                "\(first ?? "no line")"
             )
+            #expect(
+                second?.hasPrefix(#"{"suite":"shopfloor","key":"k","old":2,"new":3,"at":""#)
+                    == true,
+                "\(second ?? "no line")"
+            )
+            #expect(outcome.stdout.isEmpty, "a line after the last change: \(outcome.stdout)")
         }
     }
 }

@@ -148,6 +148,25 @@ final class LiveProcess {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
+    /// Waits (at most `timeout` seconds) until the process holds a descriptor whose
+    /// `/proc/<pid>/fd` link starts with `prefix` (`anon_inode:inotify`: it watches files),
+    /// so a test acts once the child is ready rather than after a guessed delay.
+    func waitForDescriptor(_ prefix: String, timeout: Double = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        let directory = "/proc/\(process.processIdentifier)/fd"
+        while Date() < deadline, process.isRunning {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            for name in names {
+                let link = try? FileManager.default.destinationOfSymbolicLink(
+                    atPath: "\(directory)/\(name)"
+                )
+                if link?.hasPrefix(prefix) == true { return true }
+            }
+            usleep(5_000)
+        }
+        return false
+    }
+
     /// The next line of stdout, or nil at its end or after `timeout` seconds.
     func nextLine(timeout: Double = 60) -> String? {
         let deadline = Date().addingTimeInterval(timeout)
