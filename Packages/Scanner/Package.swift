@@ -18,7 +18,15 @@ let package = Package(
     name: "Scanner",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "Scanner", targets: ["Scanner"])
+        // Everything: images, barcodes, text, and what uses both (Annotation, ScanReport).
+        .library(name: "Scanner", targets: ["Scanner"]),
+        // Image files to pixels and the grey operations on them (libpng, libjpeg, libtiff,
+        // giflib, leptonica).
+        .library(name: "ScannerImages", targets: ["ScannerImages"]),
+        // Barcodes (libzbar, ZXing-C++) without the OCR: never links CTesseract.
+        .library(name: "ScannerBarcodes", targets: ["ScannerBarcodes"]),
+        // Printed text through Tesseract (opened with dlopen on first use).
+        .library(name: "ScannerText", targets: ["ScannerText"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
@@ -67,17 +75,43 @@ let package = Package(
                 .linkedLibrary("stdc++"),
             ]
         ),
+        // ImageBuffer, ImageFrames, inputs and batches, the grey operations (ours and
+        // leptonica's) shared by the barcode and text passes.
         .target(
-            name: "Scanner",
+            name: "ScannerImages",
             dependencies: [
-                "CZBar", "CImageIO", "CZXingShim", "CTesseract", "CLeptonica",
+                "CImageIO", "CLeptonica",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
+        // BarcodeReader: libzbar and ZXing-C++, merged, with the fallback passes.
+        .target(
+            name: "ScannerBarcodes",
+            dependencies: [
+                "ScannerImages", "CZBar", "CZXingShim",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // TextReader: Tesseract's C API through CTesseract.
+        .target(
+            name: "ScannerText",
+            dependencies: [
+                "ScannerImages", "CTesseract",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The umbrella: re-exports the three, and holds what needs barcodes and text together.
+        .target(
+            name: "Scanner",
+            dependencies: ["ScannerImages", "ScannerBarcodes", "ScannerText", "CLeptonica"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "ScannerTests",
-            dependencies: ["Scanner"],
+            dependencies: ["Scanner", "ScannerBarcodes", "ScannerText"],
             swiftSettings: swiftSettings
         ),
     ]
