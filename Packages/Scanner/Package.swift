@@ -106,10 +106,7 @@ let package = Package(
         // leptonica's) shared by the barcode and text passes.
         .target(
             name: "ScannerImages",
-            dependencies: [
-                "CImageIO", "CLeptonica",
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["CImageIO", "CLeptonica"],
             swiftSettings: swiftSettings
         ),
         // BarcodeReader: libzbar and ZXing-C++, merged, with the fallback passes.
