@@ -295,7 +295,12 @@ package.targets += [
     ),
     .testTarget(
         name: "ScannerTests",
-        dependencies: [.product(name: "Scanner", package: "Scanner")],
+        // The umbrella, and the two targets whose internals the OCR and small-symbol tests see.
+        dependencies: [
+            .product(name: "Scanner", package: "Scanner"),
+            .product(name: "ScannerBarcodes", package: "Scanner"),
+            .product(name: "ScannerText", package: "Scanner"),
+        ],
         path: "Packages/Scanner/Tests/ScannerTests",
         swiftSettings: swiftSettings
     ),

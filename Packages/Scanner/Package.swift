@@ -1,5 +1,8 @@
 // swift-tools-version: 6.1
-// Scanner: barcodes (libzbar and ZXing-C++) from images decoded through leptonica and libpng.
+// Scanner: barcodes (libzbar and ZXing-C++) and text (Tesseract) from images decoded through
+// libpng, libjpeg, libtiff, giflib and leptonica. Targets: ScannerImages, ScannerBarcodes,
+// ScannerText, and Scanner, the umbrella that re-exports them. System C libraries through
+// pkg-config; ZXing-C++ and Tesseract are not (see CZXingShim and CTesseract).
 // ZXing-C++ 3.1.1 is a pinned source build that `make deps` (scripts/deps.d/zxing.sh)
 // caches outside the clone and links from <repo>/.deps; set SHOPFLOOR_ZXING_PREFIX to use another install.
 import PackageDescription
@@ -18,7 +21,15 @@ let package = Package(
     name: "Scanner",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "Scanner", targets: ["Scanner"])
+        // Everything: images, barcodes, text, and what uses both (Annotation, ScanReport).
+        .library(name: "Scanner", targets: ["Scanner"]),
+        // Image files to pixels and the grey operations on them (libpng, libjpeg, libtiff,
+        // giflib, leptonica).
+        .library(name: "ScannerImages", targets: ["ScannerImages"]),
+        // Barcodes (libzbar, ZXing-C++) without the OCR: never links CTesseract.
+        .library(name: "ScannerBarcodes", targets: ["ScannerBarcodes"]),
+        // Printed text through Tesseract (opened with dlopen on first use).
+        .library(name: "ScannerText", targets: ["ScannerText"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
@@ -33,6 +44,7 @@ let package = Package(
         // Tesseract's C API (OCR), through its own header.
         // Tesseract's C API (libtesseract-dev for its header), loaded with dlopen on first use:
         // apps that never read text never map libtesseract and the ~40 libraries it brings.
+        // Not a pkg-config system library on purpose: `pkg-config tesseract` would link it.
         .target(
             name: "CTesseract",
             linkerSettings: [.linkedLibrary("dl")]
@@ -43,18 +55,41 @@ let package = Package(
             pkgConfig: "lept",
             providers: [.apt(["libleptonica-dev"])]
         ),
+        // The image libraries CImageIO uses, each through pkg-config (its -I and -l flags)
+        // and its own header.
+        .systemLibrary(
+            name: "CPNG",
+            pkgConfig: "libpng16",
+            providers: [.apt(["libpng-dev"])]
+        ),
+        .systemLibrary(
+            name: "CJPEG",
+            pkgConfig: "libjpeg",
+            providers: [.apt(["libjpeg-dev"])]
+        ),
+        .systemLibrary(
+            name: "CTIFF",
+            pkgConfig: "libtiff-4",
+            providers: [.apt(["libtiff-dev"])]
+        ),
+        .systemLibrary(
+            name: "CGIF",
+            pkgConfig: "libgif",
+            providers: [.apt(["libgif-dev"])]
+        ),
         // Image files to pixels, frame by frame: PNG and JPEG through libpng and libjpeg with
         // our own error handlers (they print to stderr otherwise), TIFF through libtiff and GIF
         // through giflib (every page and frame), BMP by our reader, the rest through
         // leptonica, all silenced.
         .target(
             name: "CImageIO",
-            linkerSettings: [
-                .linkedLibrary("lept"), .linkedLibrary("png16"), .linkedLibrary("jpeg"),
-                .linkedLibrary("tiff"), .linkedLibrary("gif"),
-            ]
+            dependencies: ["CLeptonica", "CPNG", "CJPEG", "CTIFF", "CGIF"]
         ),
         // ZXing-C++ behind a small self-contained C header; only this target sees ZXing's.
+        // Not a pkg-config system library: its zxing.pc is in the pinned prefix, which
+        // pkg-config finds only with PKG_CONFIG_PATH set (a plain `swift build` would not), and
+        // pkg-config's `-lZXing` cannot say --whole-archive, which the static archive needs
+        // (SwiftPM puts libraries before the objects that use them). Hence the two flags below.
         .target(
             name: "CZXingShim",
             cSettings: [.unsafeFlags(["-I\(zxingPrefix)/include"])],
@@ -67,17 +102,40 @@ let package = Package(
                 .linkedLibrary("stdc++"),
             ]
         ),
+        // ImageBuffer, ImageFrames, inputs and batches, the grey operations (ours and
+        // leptonica's) shared by the barcode and text passes.
         .target(
-            name: "Scanner",
+            name: "ScannerImages",
+            dependencies: ["CImageIO", "CLeptonica"],
+            swiftSettings: swiftSettings
+        ),
+        // BarcodeReader: libzbar and ZXing-C++, merged, with the fallback passes.
+        .target(
+            name: "ScannerBarcodes",
             dependencies: [
-                "CZBar", "CImageIO", "CZXingShim", "CTesseract", "CLeptonica",
+                "ScannerImages", "CZBar", "CZXingShim",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
+        // TextReader: Tesseract's C API through CTesseract.
+        .target(
+            name: "ScannerText",
+            dependencies: [
+                "ScannerImages", "CTesseract",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The umbrella: re-exports the three, and holds what needs barcodes and text together.
+        .target(
+            name: "Scanner",
+            dependencies: ["ScannerImages", "ScannerBarcodes", "ScannerText", "CLeptonica"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "ScannerTests",
-            dependencies: ["Scanner"],
+            dependencies: ["Scanner", "ScannerBarcodes", "ScannerText"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,6 +1,8 @@
-internal import CImageIO
 internal import CLeptonica
-public import Foundation
+import Foundation
+public import ScannerBarcodes
+public import ScannerImages
+public import ScannerText
 internal import Synchronization
 
 /// A picture of what was read in one image, for a person to check: each barcode symbol's
@@ -257,106 +259,5 @@ extension PixelRect {
     fileprivate func intersects(_ other: PixelRect) -> Bool {
         x < other.x + other.width && other.x < x + width && y < other.y + other.height
             && other.y < y + height
-    }
-}
-
-extension LeptPix {
-    /// A 32-bit RGB leptonica copy of any image (alpha dropped).
-    convenience init?(rgb image: ImageBuffer) {
-        Leptonica.configure()
-        self.init(pixCreateNoInit(Int32(image.width), Int32(image.height), 32))
-        guard let data = pixGetData(pointer) else { return nil }
-        let wpl = Int(pixGetWpl(pointer))
-        let channels = image.format.channels
-        image.pixels.withUnsafeBufferPointer { src in
-            for y in 0..<image.height {
-                let row = data + y * wpl
-                let offset = y * image.stride
-                for x in 0..<image.width {
-                    let i = offset + x * channels
-                    let r = UInt32(src[i])
-                    let g = channels >= 3 ? UInt32(src[i + 1]) : r
-                    let b = channels >= 3 ? UInt32(src[i + 2]) : r
-                    row[x] = r << 24 | g << 16 | b << 8
-                }
-            }
-        }
-    }
-
-    /// The pixels of a 32-bit leptonica image as packed RGB.
-    func rgbImage() -> ImageBuffer {
-        let w = width
-        let h = height
-        var out = [UInt8](repeating: 0, count: w * h * 3)
-        if let data = pixGetData(pointer) {
-            let wpl = Int(pixGetWpl(pointer))
-            out.withUnsafeMutableBufferPointer { dst in
-                for y in 0..<h {
-                    let row = data + y * wpl
-                    var o = y * w * 3
-                    for x in 0..<w {
-                        let v = row[x]
-                        dst[o] = UInt8(truncatingIfNeeded: v >> 24)
-                        dst[o + 1] = UInt8(truncatingIfNeeded: v >> 16)
-                        dst[o + 2] = UInt8(truncatingIfNeeded: v >> 8)
-                        o += 3
-                    }
-                }
-            }
-        }
-        return ImageBuffer(uncheckedWidth: w, height: h, format: .rgb, stride: w * 3, pixels: out)
-    }
-}
-
-extension ImageBuffer {
-    /// The image as PNG bytes, encoded with libpng (8 bits per channel, fast compression).
-    ///
-    /// - Throws: ``ImageError`` with code `outOfMemory` when the encoding does not fit in memory.
-    public func pngData(name: String = "image") throws(ImageError) -> Data {
-        var out: UnsafeMutablePointer<UInt8>?
-        var length = 0
-        var message = [CChar](repeating: 0, count: 200)
-        let status = pixels.withUnsafeBufferPointer { p in
-            sf_png_encode(
-                p.baseAddress,
-                Int32(width),
-                Int32(height),
-                Int32(format.channels),
-                stride,
-                &out,
-                &length,
-                &message,
-                message.count
-            )
-        }
-        guard status == SF_IMAGE_OK, let out else {
-            let detail = String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)
-            throw ImageError(
-                code: .outOfMemory,
-                input: name,
-                message: "could not encode the PNG",
-                cause: detail.isEmpty ? nil : detail
-            )
-        }
-        defer { free(out) }
-        return Data(bytes: out, count: length)
-    }
-
-    /// Writes the image as a PNG file at `url`, whole or not at all: into a temporary file
-    /// beside it, then renamed over it.
-    ///
-    /// - Throws: ``ImageError`` with code `unwritable` naming the file and the system's reason.
-    public func writePNG(to url: URL) throws(ImageError) {
-        let data = try pngData(name: url.path)
-        do {
-            try data.write(to: url, options: .atomic)
-        } catch {
-            throw ImageError(
-                code: .unwritable,
-                input: url.path,
-                message: "could not write the PNG",
-                cause: (error as NSError).localizedFailureReason ?? "\(error)"
-            )
-        }
     }
 }

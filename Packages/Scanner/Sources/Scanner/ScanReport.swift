@@ -1,4 +1,7 @@
 import Foundation
+public import ScannerBarcodes
+import ScannerImages
+public import ScannerText
 
 /// One line of `scan --format jsonl`: what was read from one input, or from one frame of a
 /// multi-frame image (`scan` encodes it with sorted keys):

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Scanner
+@testable import ScannerBarcodes
 
 /// The second look at small symbols: a misread of a small symbol is replaced by what its
 /// scaled-up region reads; a right reading, and any reading of a large symbol, stay.

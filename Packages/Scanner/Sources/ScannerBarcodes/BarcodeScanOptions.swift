@@ -1,3 +1,5 @@
+public import ScannerImages
+
 /// What to look for and how hard to try. `Codable`, so a suite can store its settings.
 public struct BarcodeScanOptions: Sendable, Hashable, Codable {
     /// How much work to spend on an image that the first pass finds nothing in.

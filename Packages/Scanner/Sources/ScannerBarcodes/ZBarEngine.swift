@@ -1,5 +1,6 @@
 internal import CZBar
 import Foundation
+import ScannerImages
 
 /// libzbar over a grey image. One `zbar_image_scanner_t` per call: zbar's scanners keep
 /// state, so none is shared between threads.

@@ -1,4 +1,5 @@
 import Foundation
+public import ScannerImages
 
 /// What text recognition looks for and how hard it tries.
 ///

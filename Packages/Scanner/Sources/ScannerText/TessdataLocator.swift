@@ -1,4 +1,5 @@
 import Foundation
+import ScannerImages
 
 /// Finds the tessdata directory holding every requested language.
 ///

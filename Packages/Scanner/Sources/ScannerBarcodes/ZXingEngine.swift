@@ -1,5 +1,6 @@
 internal import CZXingShim
 import Foundation
+import ScannerImages
 
 /// ZXing-C++ 3.1.1 through the C shim. Reading is thread-safe: every call builds its own
 /// reader options and image view.

@@ -1,4 +1,5 @@
 import Foundation
+import ScannerImages
 
 /// A second look at readings of symbols printed with modules under two pixels.
 ///

@@ -1,8 +1,9 @@
 import Foundation
+package import ScannerImages
 
 /// Preprocessing for recognition: text-height estimate (for upscaling), Otsu threshold and
 /// projection-profile deskew, on packed grey images.
-enum TextPreprocess {
+package enum TextPreprocess {
     /// Otsu's threshold of a grey image's histogram.
     static func otsuThreshold(_ g: ImageBuffer) -> UInt8 {
         let histogram = GreyOps.histogram(g)
@@ -128,7 +129,9 @@ enum TextPreprocess {
 extension TextPreprocess {
     /// Rotated by `degrees` around the centre with bilinear interpolation (smooth glyph edges
     /// matter to the recogniser), on a white canvas; same geometry as ``GreyOps/rotated``.
-    static func rotatedSmooth(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform) {
+    package static func rotatedSmooth(_ g: ImageBuffer, degrees: Double) -> (
+        ImageBuffer, PointTransform
+    ) {
         let rotation = GreyOps.Rotation(g, degrees: degrees)
         let (w, h, cosR, sinR) = (rotation.width, rotation.height, rotation.cosR, rotation.sinR)
         let (cx, cy, ox, oy) = (rotation.cx, rotation.cy, rotation.ox, rotation.oy)

@@ -1,4 +1,5 @@
 import Foundation
+import ScannerImages
 
 /// A part of an image that looks like a barcode: many strong edges, either in one direction
 /// (the bars of a 1D code) or in every direction (the modules of a 2D code).

@@ -1,3 +1,5 @@
+public import ScannerImages
+
 /// One recognised word.
 public struct RecognizedWord: Sendable, Hashable, Codable {
     /// The word's text (UTF-8 from Tesseract).

@@ -1,4 +1,5 @@
 import Foundation
+import ScannerImages
 
 /// Check digits for the built-in validators (Scanner does not depend on Models).
 public enum CheckDigits {

@@ -1,13 +1,13 @@
 import Foundation
 
 /// Maps points found in a derived image (cropped, scaled, rotated) back to the original.
-struct PointTransform: Sendable {
+package struct PointTransform: Sendable {
     // x' = a*x + b*y + tx ; y' = c*x + d*y + ty
-    var a = 1.0, b = 0.0, c = 0.0, d = 1.0, tx = 0.0, ty = 0.0
+    package var a = 1.0, b = 0.0, c = 0.0, d = 1.0, tx = 0.0, ty = 0.0
 
-    static let identity = PointTransform()
+    package static let identity = PointTransform()
 
-    func apply(_ p: ImagePoint) -> ImagePoint {
+    package func apply(_ p: ImagePoint) -> ImagePoint {
         let x = Double(p.x)
         let y = Double(p.y)
         return ImagePoint(
@@ -17,7 +17,7 @@ struct PointTransform: Sendable {
     }
 
     /// First `inner`, then `self`.
-    func after(_ inner: PointTransform) -> PointTransform {
+    package func after(_ inner: PointTransform) -> PointTransform {
         PointTransform(
             a: a * inner.a + b * inner.c,
             b: a * inner.b + b * inner.d,
@@ -28,7 +28,7 @@ struct PointTransform: Sendable {
         )
     }
 
-    static func translation(_ x: Double, _ y: Double) -> PointTransform {
+    package static func translation(_ x: Double, _ y: Double) -> PointTransform {
         PointTransform(tx: x, ty: y)
     }
     static func scale(_ s: Double) -> PointTransform { PointTransform(a: s, d: s) }
@@ -36,16 +36,19 @@ struct PointTransform: Sendable {
 
 /// Grey-image derivations for the fallback passes. Each returns a new packed grey image and
 /// the transform from its coordinates back to its source's.
-enum GreyOps {
+package enum GreyOps {
     /// Nearest-neighbour for upscaling (keeps module edges crisp), box average for downscaling.
-    static func scaled(_ g: ImageBuffer, by factor: Double) -> (ImageBuffer, PointTransform) {
+    package static func scaled(_ g: ImageBuffer, by factor: Double) -> (ImageBuffer, PointTransform)
+    {
         // Down: leptonica's area map, about 4x faster than ours (ScannerBenchmarks). Up: our
         // centred bilinear, which decoders read better than leptonica's (see scaledOwn).
         if factor < 1, let scaled = Leptonica.scaled(g, by: factor) { return scaled }
         return scaledOwn(g, by: factor)
     }
 
-    static func scaledOwn(_ g: ImageBuffer, by factor: Double) -> (ImageBuffer, PointTransform) {
+    package static func scaledOwn(_ g: ImageBuffer, by factor: Double) -> (
+        ImageBuffer, PointTransform
+    ) {
         let w = max(1, Int(Double(g.width) * factor))
         let h = max(1, Int(Double(g.height) * factor))
         var out = [UInt8](repeating: 0, count: w * h)
@@ -120,12 +123,12 @@ enum GreyOps {
     }
 
     /// Light-on-dark to dark-on-light.
-    static func inverted(_ g: ImageBuffer) -> ImageBuffer {
+    package static func inverted(_ g: ImageBuffer) -> ImageBuffer {
         map(g) { 255 &- $0 }
     }
 
     /// Stretches the 1st..99th percentile of the histogram over the full range.
-    static func contrastStretched(_ g: ImageBuffer) -> ImageBuffer? {
+    package static func contrastStretched(_ g: ImageBuffer) -> ImageBuffer? {
         let histogram = histogram(g)
         let total = g.width * g.height
         var low = 0
@@ -146,9 +149,9 @@ enum GreyOps {
     /// A 3x3 box blur: joins broken modules and damps sensor noise and halftone dots.
     /// Ours: about twice as fast as leptonica's block convolution, which builds a 32-bit
     /// accumulator image first (ScannerBenchmarks).
-    static func blurred(_ g: ImageBuffer) -> ImageBuffer { blurredOwn(g) }
+    package static func blurred(_ g: ImageBuffer) -> ImageBuffer { blurredOwn(g) }
 
-    static func blurredOwn(_ g: ImageBuffer) -> ImageBuffer {
+    package static func blurredOwn(_ g: ImageBuffer) -> ImageBuffer {
         let w = g.width
         let h = g.height
         guard w >= 3, h >= 3 else { return g }
@@ -187,13 +190,13 @@ enum GreyOps {
 
     /// Unsharp masking: `g + amount × (g − blur(g))`, the blur three box passes of `radius`
     /// (close to a Gaussian). Restores edges of out-of-focus 1D codes.
-    static func sharpened(_ g: ImageBuffer, radius: Int, amount: Double) -> ImageBuffer {
+    package static func sharpened(_ g: ImageBuffer, radius: Int, amount: Double) -> ImageBuffer {
         // leptonica's one box pass is about 15x faster than our three (ScannerBenchmarks).
         Leptonica.sharpened(g, halfWidth: radius, amount: amount)
             ?? sharpenedOwn(g, radius: radius, amount: amount)
     }
 
-    static func sharpenedOwn(_ g: ImageBuffer, radius: Int, amount: Double) -> ImageBuffer {
+    package static func sharpenedOwn(_ g: ImageBuffer, radius: Int, amount: Double) -> ImageBuffer {
         var blurred = g
         for _ in 0..<3 { blurred = boxBlurred(blurred, radius: radius) }
         let k = Int(amount * 256)
@@ -209,7 +212,7 @@ enum GreyOps {
     }
 
     /// A separable box blur of any radius with running sums (edges clamp).
-    static func boxBlurred(_ g: ImageBuffer, radius r: Int) -> ImageBuffer {
+    package static func boxBlurred(_ g: ImageBuffer, radius r: Int) -> ImageBuffer {
         let w = g.width
         let h = g.height
         let n = 2 * r + 1
@@ -244,12 +247,15 @@ enum GreyOps {
     }
 
     /// Rotated by `degrees` around the centre on a white canvas large enough to hold it.
-    static func rotated(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform) {
+    package static func rotated(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform)
+    {
         // leptonica's area-mapped rotation is smoother and no slower (ScannerBenchmarks).
         Leptonica.rotated(g, degrees: degrees) ?? rotatedOwn(g, degrees: degrees)
     }
 
-    static func rotatedOwn(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform) {
+    package static func rotatedOwn(_ g: ImageBuffer, degrees: Double) -> (
+        ImageBuffer, PointTransform
+    ) {
         let rotation = Rotation(g, degrees: degrees)
         let (w, h, cosR, sinR) = (rotation.width, rotation.height, rotation.cosR, rotation.sinR)
         let (cx, cy, ox, oy) = (rotation.cx, rotation.cy, rotation.ox, rotation.oy)
@@ -272,20 +278,20 @@ enum GreyOps {
     /// The canvas and centres of an image rotated by `degrees` around its centre: the canvas
     /// is just large enough to hold the rotated image. Shared by ``rotated(_:degrees:)`` and
     /// the OCR's smooth rotation so both map points back the same way.
-    struct Rotation {
-        let cosR: Double
-        let sinR: Double
+    package struct Rotation {
+        package let cosR: Double
+        package let sinR: Double
         /// The rotated canvas's size.
-        let width: Int
-        let height: Int
+        package let width: Int
+        package let height: Int
         /// The source's centre.
-        let cx: Double
-        let cy: Double
+        package let cx: Double
+        package let cy: Double
         /// The canvas's centre.
-        let ox: Double
-        let oy: Double
+        package let ox: Double
+        package let oy: Double
 
-        init(_ g: ImageBuffer, degrees: Double) {
+        package init(_ g: ImageBuffer, degrees: Double) {
             let r = degrees * .pi / 180
             cosR = cos(r)
             sinR = sin(r)
@@ -298,7 +304,7 @@ enum GreyOps {
         }
 
         /// From canvas coordinates back to the source's.
-        var back: PointTransform {
+        package var back: PointTransform {
             PointTransform(
                 a: cosR,
                 b: sinR,
@@ -311,7 +317,7 @@ enum GreyOps {
     }
 
     /// How many pixels of each grey level `g` has.
-    static func histogram(_ g: ImageBuffer) -> [Int] {
+    package static func histogram(_ g: ImageBuffer) -> [Int] {
         var histogram = [Int](repeating: 0, count: 256)
         for y in 0..<g.height {
             let row = y * g.stride
@@ -321,7 +327,7 @@ enum GreyOps {
     }
 
     /// A packed grey image (stride = width) of `pixels`.
-    static func packed(width: Int, height: Int, _ pixels: [UInt8]) -> ImageBuffer {
+    package static func packed(width: Int, height: Int, _ pixels: [UInt8]) -> ImageBuffer {
         ImageBuffer(
             uncheckedWidth: width,
             height: height,
@@ -337,44 +343,6 @@ enum GreyOps {
             for x in 0..<g.width { out[y * g.width + x] = f(g.pixels[y * g.stride + x]) }
         }
         return packed(width: g.width, height: g.height, out)
-    }
-}
-
-/// The image operations of the barcode and text passes, each in the hand-written version and
-/// leptonica's, for `Benchmarks/ScannerBenchmarks` to compare (issue 19: leptonica unless our
-/// own is measurably faster). Not API: the SPI may change with any release.
-@_spi(Benchmarks) public enum ImageOperationVariants {
-    /// Scaling by `factor` (bilinear up, box average down), hand-written.
-    public static func scaledOwn(_ g: ImageBuffer, by factor: Double) -> ImageBuffer {
-        GreyOps.scaledOwn(g, by: factor).0
-    }
-    /// Scaling by `factor` (linear interpolation up, area map down), leptonica.
-    public static func scaledLeptonica(_ g: ImageBuffer, by factor: Double) -> ImageBuffer? {
-        Leptonica.scaled(g, by: factor)?.0
-    }
-    /// 3×3 box blur, hand-written.
-    public static func blurredOwn(_ g: ImageBuffer) -> ImageBuffer { GreyOps.blurredOwn(g) }
-    /// 3×3 box blur, leptonica.
-    public static func blurredLeptonica(_ g: ImageBuffer) -> ImageBuffer? { Leptonica.blurred(g) }
-    /// Unsharp masking, hand-written (three box passes of radius 2, amount 1.5).
-    public static func sharpenedOwn(_ g: ImageBuffer) -> ImageBuffer {
-        GreyOps.sharpenedOwn(g, radius: 2, amount: 1.5)
-    }
-    /// Unsharp masking, leptonica (5×5 box, amount 1.5).
-    public static func sharpenedLeptonica(_ g: ImageBuffer) -> ImageBuffer? {
-        Leptonica.sharpened(g, halfWidth: 2, amount: 1.5)
-    }
-    /// Rotation by `degrees` on a white canvas, hand-written (nearest neighbour).
-    public static func rotatedOwn(_ g: ImageBuffer, degrees: Double) -> ImageBuffer {
-        GreyOps.rotatedOwn(g, degrees: degrees).0
-    }
-    /// Rotation by `degrees` on a white canvas, hand-written (bilinear, the OCR's).
-    public static func rotatedSmoothOwn(_ g: ImageBuffer, degrees: Double) -> ImageBuffer {
-        TextPreprocess.rotatedSmooth(g, degrees: degrees).0
-    }
-    /// Rotation by `degrees` on a white canvas, leptonica (area mapping).
-    public static func rotatedLeptonica(_ g: ImageBuffer, degrees: Double) -> ImageBuffer? {
-        Leptonica.rotated(g, degrees: degrees)?.0
     }
 }
 
@@ -419,7 +387,7 @@ extension GreyOps {
 extension GreyOps {
     /// Whether the outer eighth of the image (all four sides) is clearly darker than its
     /// middle: the quiet zone of a light-on-dark symbol.
-    static func borderIsDarker(_ g: ImageBuffer) -> Bool {
+    package static func borderIsDarker(_ g: ImageBuffer) -> Bool {
         guard g.width >= 16, g.height >= 16 else { return false }
         let bx = g.width / 8
         let by = g.height / 8

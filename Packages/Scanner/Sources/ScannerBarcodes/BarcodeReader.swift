@@ -1,5 +1,6 @@
 public import Foundation
 public import Logging
+public import ScannerImages
 
 /// Reads barcodes with libzbar and ZXing-C++ and merges what they find.
 ///

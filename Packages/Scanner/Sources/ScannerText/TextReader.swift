@@ -1,6 +1,7 @@
 internal import CTesseract
 import Foundation
 public import Logging
+public import ScannerImages
 
 /// Reads printed text from an ``ImageBuffer`` with Tesseract.
 ///

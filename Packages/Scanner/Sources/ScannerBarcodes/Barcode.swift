@@ -1,18 +1,5 @@
 public import Foundation
-
-/// A point in the scanned image's own pixel coordinates.
-public struct ImagePoint: Sendable, Hashable, Codable {
-    /// Horizontal position, from the left edge.
-    public var x: Int
-    /// Vertical position, from the top edge.
-    public var y: Int
-
-    /// Creates a point.
-    public init(x: Int, y: Int) {
-        self.x = x
-        self.y = y
-    }
-}
+public import ScannerImages
 
 /// The engine that decoded a symbol.
 public enum BarcodeEngine: String, Sendable, Hashable, Codable, CaseIterable {

@@ -1,11 +1,11 @@
-internal import CLeptonica
+package import CLeptonica
 import Foundation
 
 /// One leptonica image, owned: destroyed when this goes away. Never shared across threads.
-final class LeptPix {
-    let pointer: UnsafeMutablePointer<PIX>
+package final class LeptPix {
+    package let pointer: UnsafeMutablePointer<PIX>
 
-    init?(_ pointer: UnsafeMutablePointer<PIX>?) {
+    package init?(_ pointer: UnsafeMutablePointer<PIX>?) {
         guard let pointer else { return nil }
         self.pointer = pointer
     }
@@ -15,8 +15,8 @@ final class LeptPix {
         pixDestroy(&p)
     }
 
-    var width: Int { Int(pixGetWidth(pointer)) }
-    var height: Int { Int(pixGetHeight(pointer)) }
+    package var width: Int { Int(pixGetWidth(pointer)) }
+    package var height: Int { Int(pixGetHeight(pointer)) }
 
     /// An 8-bit leptonica copy of a grey image. Leptonica keeps 8-bit pixels in 32-bit words,
     /// most significant byte first, so rows are copied and then byte-swapped per word.
@@ -58,16 +58,18 @@ final class LeptPix {
 }
 
 /// Grey-image operations through leptonica, with the transforms that map their points back.
-enum Leptonica {
+package enum Leptonica {
     private static let quiet: Void = {
         // Leptonica prints warnings and errors to stderr unless told otherwise.
         setMsgSeverity(Int32(L_SEVERITY_NONE))
     }()
 
-    static func configure() { _ = quiet }
+    package static func configure() { _ = quiet }
 
     /// Linear interpolation up (a specialised 2× path), area mapping down.
-    static func scaled(_ g: ImageBuffer, by factor: Double) -> (ImageBuffer, PointTransform)? {
+    package static func scaled(_ g: ImageBuffer, by factor: Double) -> (
+        ImageBuffer, PointTransform
+    )? {
         scaled(g, x: factor, y: factor)
     }
 
@@ -92,7 +94,7 @@ enum Leptonica {
     }
 
     /// A (2·radius+1)² box blur.
-    static func blurred(_ g: ImageBuffer, radius: Int = 1) -> ImageBuffer? {
+    package static func blurred(_ g: ImageBuffer, radius: Int = 1) -> ImageBuffer? {
         guard let pix = LeptPix(grey: g),
             let result = LeptPix(pixBlockconvGray(pix.pointer, nil, Int32(radius), Int32(radius)))
         else { return nil }
@@ -100,7 +102,8 @@ enum Leptonica {
     }
 
     /// Unsharp masking: `g + amount × (g − blur(g))` with a (2·halfWidth+1)² box blur.
-    static func sharpened(_ g: ImageBuffer, halfWidth: Int, amount: Double) -> ImageBuffer? {
+    package static func sharpened(_ g: ImageBuffer, halfWidth: Int, amount: Double) -> ImageBuffer?
+    {
         guard let pix = LeptPix(grey: g),
             let result = LeptPix(
                 pixUnsharpMaskingGray(pix.pointer, Int32(halfWidth), Float(amount))
@@ -112,7 +115,8 @@ enum Leptonica {
     /// Rotated by `degrees` (clockwise on screen) around the centre, with area-mapped
     /// interpolation, on a white canvas just large enough (the geometry of
     /// ``GreyOps/Rotation``, so points map back the same way).
-    static func rotated(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform)? {
+    package static func rotated(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform)?
+    {
         let rotation = GreyOps.Rotation(g, degrees: degrees)
         guard let pix = LeptPix(grey: g) else { return nil }
         let left = (rotation.width - g.width) / 2
@@ -148,5 +152,53 @@ extension LeptPix {
         }
         defer { free(bytes) }
         return Data(bytes: bytes, count: size)
+    }
+}
+
+extension LeptPix {
+    /// A 32-bit RGB leptonica copy of any image (alpha dropped).
+    package convenience init?(rgb image: ImageBuffer) {
+        Leptonica.configure()
+        self.init(pixCreateNoInit(Int32(image.width), Int32(image.height), 32))
+        guard let data = pixGetData(pointer) else { return nil }
+        let wpl = Int(pixGetWpl(pointer))
+        let channels = image.format.channels
+        image.pixels.withUnsafeBufferPointer { src in
+            for y in 0..<image.height {
+                let row = data + y * wpl
+                let offset = y * image.stride
+                for x in 0..<image.width {
+                    let i = offset + x * channels
+                    let r = UInt32(src[i])
+                    let g = channels >= 3 ? UInt32(src[i + 1]) : r
+                    let b = channels >= 3 ? UInt32(src[i + 2]) : r
+                    row[x] = r << 24 | g << 16 | b << 8
+                }
+            }
+        }
+    }
+
+    /// The pixels of a 32-bit leptonica image as packed RGB.
+    package func rgbImage() -> ImageBuffer {
+        let w = width
+        let h = height
+        var out = [UInt8](repeating: 0, count: w * h * 3)
+        if let data = pixGetData(pointer) {
+            let wpl = Int(pixGetWpl(pointer))
+            out.withUnsafeMutableBufferPointer { dst in
+                for y in 0..<h {
+                    let row = data + y * wpl
+                    var o = y * w * 3
+                    for x in 0..<w {
+                        let v = row[x]
+                        dst[o] = UInt8(truncatingIfNeeded: v >> 24)
+                        dst[o + 1] = UInt8(truncatingIfNeeded: v >> 16)
+                        dst[o + 2] = UInt8(truncatingIfNeeded: v >> 8)
+                        o += 3
+                    }
+                }
+            }
+        }
+        return ImageBuffer(uncheckedWidth: w, height: h, format: .rgb, stride: w * 3, pixels: out)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ScannerImages
 
 /// The balanced and thorough search: one quick ZXing pass over the whole image, then the
 /// costly variants (harder search, scaling, sharpening, blur, other binarizers, rotation,

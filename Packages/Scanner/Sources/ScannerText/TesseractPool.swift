@@ -1,5 +1,6 @@
 internal import CTesseract
 import Foundation
+import ScannerImages
 import Synchronization
 
 #if canImport(Glibc)

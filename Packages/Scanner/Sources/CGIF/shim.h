@@ -1,0 +1,2 @@
+// giflib (libgif-dev): GIF frames for CImageIO.
+#include <gif_lib.h>

@@ -1,0 +1,2 @@
+// libpng (libpng-dev): PNG decoding and encoding for CImageIO.
+#include <png.h>

@@ -1,0 +1,2 @@
+// libtiff (libtiff-dev): TIFF pages for CImageIO.
+#include <tiffio.h>
