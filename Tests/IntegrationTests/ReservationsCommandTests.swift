@@ -753,7 +753,9 @@ extension TerminalLoginTests {
         // The expected wall-clock times, in Berlin whatever this machine's zone is.
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = try #require(TimeZone(identifier: detail.store.timeZone))
+        let zone: TimeZone? = TimeZone(identifier: detail.store.timeZone)
+        try #require(zone != nil, "unknown time zone \(detail.store.timeZone)")
+        formatter.timeZone = zone
         formatter.dateFormat = "yyyy-MM-dd HH:mm"
         let start = formatter.string(from: detail.reservation.startsAt)
         formatter.dateFormat = "HH:mm"
