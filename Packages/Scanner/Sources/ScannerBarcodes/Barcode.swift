@@ -49,15 +49,5 @@ public struct Barcode: Sendable, Hashable, Codable {
     }
 
     /// The axis-aligned box around ``points``.
-    public var boundingBox: PixelRect {
-        guard let first = points.first else { return PixelRect(x: 0, y: 0, width: 0, height: 0) }
-        var (x0, y0, x1, y1) = (first.x, first.y, first.x, first.y)
-        for p in points {
-            x0 = min(x0, p.x)
-            y0 = min(y0, p.y)
-            x1 = max(x1, p.x)
-            y1 = max(y1, p.y)
-        }
-        return PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
-    }
+    public var boundingBox: PixelRect { PixelRect(bounding: points) }
 }

@@ -206,7 +206,7 @@ struct RegionSearch {
         }
 
         init(located: ZXingEngine.Located) {
-            box = Barcode.box(of: located.points)
+            box = PixelRect(bounding: located.points)
             isLinear = located.symbology.isLinear
             symbology = located.symbology
             coherence = isLinear ? 1 : 0
@@ -622,17 +622,3 @@ struct RegionSearch {
     }
 }
 
-extension Barcode {
-    /// The axis-aligned box around `points`.
-    static func box(of points: [ImagePoint]) -> PixelRect {
-        guard let first = points.first else { return PixelRect(x: 0, y: 0, width: 0, height: 0) }
-        var (x0, y0, x1, y1) = (first.x, first.y, first.x, first.y)
-        for p in points {
-            x0 = min(x0, p.x)
-            y0 = min(y0, p.y)
-            x1 = max(x1, p.x)
-            y1 = max(y1, p.y)
-        }
-        return PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
-    }
-}

@@ -84,11 +84,10 @@ enum ZBarEngine {
         defer { zbar_image_destroy(image) }
         var (x0, y0, width, height) = (0, 0, grey.width, grey.height)
         if let region {
-            x0 = max(0, region.x)
-            y0 = max(0, region.y)
-            width = min(grey.width, region.x + region.width) - x0
-            height = min(grey.height, region.y + region.height) - y0
-            guard width > 0, height > 0 else { return [] }
+            guard let inside = region.clipped(toWidth: grey.width, height: grey.height) else {
+                return []
+            }
+            (x0, y0, width, height) = (inside.x, inside.y, inside.width, inside.height)
         }
         let contiguous: [UInt8]
         if grey.stride == width, x0 == 0, y0 == 0, height == grey.height {

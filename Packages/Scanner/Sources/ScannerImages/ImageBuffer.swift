@@ -318,6 +318,32 @@ public struct PixelRect: Sendable, Hashable, Codable {
         self.width = width
         self.height = height
     }
+
+    /// The axis-aligned box around `points` (empty at the origin for no point).
+    public init(bounding points: [ImagePoint]) {
+        guard let first = points.first else {
+            self.init(x: 0, y: 0, width: 0, height: 0)
+            return
+        }
+        var (x0, y0, x1, y1) = (first.x, first.y, first.x, first.y)
+        for p in points {
+            x0 = min(x0, p.x)
+            y0 = min(y0, p.y)
+            x1 = max(x1, p.x)
+            y1 = max(y1, p.y)
+        }
+        self.init(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+    }
+
+    /// The part of this rectangle inside a `width` × `height` image, or `nil` when none is.
+    package func clipped(toWidth width: Int, height: Int) -> PixelRect? {
+        let x0 = max(0, x)
+        let y0 = max(0, y)
+        let w = min(width, x + self.width) - x0
+        let h = min(height, y + self.height) - y0
+        guard w > 0, h > 0 else { return nil }
+        return PixelRect(x: x0, y: y0, width: w, height: h)
+    }
 }
 
 /// The grey view of a colour buffer, made once on first use and shared by copies.
