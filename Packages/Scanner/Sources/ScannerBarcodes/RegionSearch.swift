@@ -621,4 +621,3 @@ struct RegionSearch {
         return ["name": "\(name)", "found": "\(found)", "us": "\(micros)"]
     }
 }
-
