@@ -87,6 +87,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Apps/SuiteClient",
+            exclude: ["README.md"],
             swiftSettings: swiftSettings
         ),
         // What the client apps (reservations, catalog) share: their server options, output,
@@ -115,6 +116,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Apps/reservations",
+            exclude: ["README.md"],
             swiftSettings: swiftSettings
         ),
         // Product images for client apps: the shared image cache in the suite container on
