@@ -150,7 +150,7 @@ enum SlowLink: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 }
 
-@Suite("reservations on slow, lost and dead links", .serialized)
+@Suite("reservations on slow, lost and dead links", .serialized, .ownThreads)
 struct AdverseNetworkTests {
     @Test(
         "Every reservations flow succeeds over a 3G or Edge link: no timeout cuts a slow answer short",
@@ -391,7 +391,7 @@ struct AdverseNetworkTests {
     }
 }
 
-@Suite("No lock across a network wait, user input or a stop; clean interrupts", .serialized)
+@Suite("No lock across a network wait, user input or a stop; clean interrupts", .serialized, .ownThreads)
 struct StoppedAndInterruptedTests {
     @Test(
         "A client stopped (SIGTSTP) mid-request or at a prompt holds no lock: other clients and suite-defaults carry on"
@@ -605,7 +605,7 @@ struct StoppedAndInterruptedTests {
     }
 }
 
-@Suite("store-server stopped with requests in flight", .serialized)
+@Suite("store-server stopped with requests in flight", .serialized, .ownThreads)
 struct ServerDrainTests {
     @Test(
         "SIGINT or SIGTERM: new connections are refused, the request in flight is answered, exit 130 or 143",

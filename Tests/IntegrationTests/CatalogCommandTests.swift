@@ -86,7 +86,7 @@ let unknownGTIN: String = {
     return body + String(GTIN.checkDigit(for: body.compactMap(\.wholeNumberValue)))
 }()
 
-@Suite("catalog against a real store-server", .serialized)
+@Suite("catalog against a real store-server", .serialized, .ownThreads)
 struct CatalogCommandTests {
     @Test("--help lists every command and the exit codes, and loads no barcode library")
     func help() throws {

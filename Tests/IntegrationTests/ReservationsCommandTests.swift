@@ -114,7 +114,7 @@ enum SharedServer {
     }
 }
 
-@Suite("reservations against a real store-server", .serialized)
+@Suite("reservations against a real store-server", .serialized, .ownThreads)
 struct ReservationsCommandTests {
     @Test("--help documents every command and the exit codes")
     func help() throws {
@@ -632,7 +632,7 @@ final class BlackHole {
 }
 
 /// `reservations login` on a pseudo-terminal, as a person at a terminal runs it.
-@Suite("reservations login at a terminal", .serialized)
+@Suite("reservations login at a terminal", .serialized, .ownThreads)
 struct TerminalLoginTests {
     /// Starts `arguments` with a new pseudo-terminal as stdin, stdout and stderr.
     static func spawnOnTerminal(_ arguments: [String], environment: [String: String]) throws

@@ -4,7 +4,7 @@ import Testing
 
 /// `scan --annotate DIR`: the binary writes pictures, which are decoded and checked where the
 /// JSON lines put the symbols and the text.
-@Suite("scan --annotate")
+@Suite("scan --annotate", .ownThreads)
 struct ScanAnnotateTests {
     static let qr = ScanTool.corpus.appendingPathComponent("qrcode-2/1.png").path
     static let upca = ScanTool.corpus.appendingPathComponent("upca-1/2.webp").path

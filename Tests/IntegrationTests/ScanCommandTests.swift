@@ -33,7 +33,7 @@ enum ScanTool {
     }
 }
 
-@Suite("scan command", .serialized)
+@Suite("scan command", .serialized, .ownThreads)
 struct ScanCommandTests {
     let upca = ScanTool.corpus.appendingPathComponent("upca-1/2.webp").path
     let qr = ScanTool.corpus.appendingPathComponent("qrcode-2/1.png").path

@@ -27,7 +27,7 @@ enum ScanFixtures {
 
 /// `scan` against the faults of issue 17: full disks, closed streams, stop signals at any
 /// moment, huge and endless inputs, unreadable and hostile paths, extreme option values.
-@Suite("scan when the world misbehaves", .serialized)
+@Suite("scan when the world misbehaves", .serialized, .ownThreads)
 struct ScanRobustnessTests {
     @Test(
         "output that cannot be written ends the scan with 1 and a message (141 for a closed pipe), never 0"

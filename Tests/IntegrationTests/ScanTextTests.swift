@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `scan --text`: the binary on labels rendered with ImageMagick at test time.
-@Suite("scan --text (OCR)")
+@Suite("scan --text (OCR)", .ownThreads)
 struct ScanTextTests {
     static let font =
         [
@@ -151,7 +151,7 @@ struct ScanTextTests {
 }
 
 /// libtesseract is loaded on first use (CTesseract's dlopen), not when `scan` starts.
-@Suite("scan loads Tesseract only for --text")
+@Suite("scan loads Tesseract only for --text", .ownThreads)
 struct ScanLazyTesseractTests {
     /// The loader's list of the files it maps (LD_DEBUG=files, on stderr).
     static func mapped(_ arguments: [String]) throws -> (CommandRun, Bool) {

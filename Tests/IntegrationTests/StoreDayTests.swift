@@ -31,7 +31,7 @@ private func fixture(_ name: String) throws -> Data {
     return try Data(contentsOf: url)
 }
 
-@Suite("A store's day decoded through the root package")
+@Suite("A store's day decoded through the root package", .ownThreads)
 struct StoreDayTests {
     let day: StoreDay
 

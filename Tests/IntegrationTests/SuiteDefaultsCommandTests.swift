@@ -54,7 +54,7 @@ final class SuiteDefaultsTool {
     }
 }
 
-@Suite("suite-defaults command")
+@Suite("suite-defaults command", .ownThreads)
 struct SuiteDefaultsCommandTests {
     @Test("the binary is built next to the tests")
     func binaryExists() {

@@ -34,7 +34,7 @@ extension SuiteDefaultsTool {
 /// `suite-defaults` against the faults of issue 17: values past the limits, inputs holding
 /// nothing, full disks and closed pipes, special files, held locks, read-only file systems,
 /// removed containers, damaged stores, extreme option values.
-@Suite("suite-defaults when the world misbehaves", .serialized)
+@Suite("suite-defaults when the world misbehaves", .serialized, .ownThreads)
 struct SuiteDefaultsRobustnessTests {
     static func nested(_ depth: Int) -> String {
         String(repeating: "[", count: depth) + "1" + String(repeating: "]", count: depth)
