@@ -17,8 +17,9 @@ PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/P
 PACKAGE_TESTS := $(addsuffix Tests,$(PACKAGES))
 # Test targets run in a process of their own: each package's, and the client library's,
 # whose tests time deadlines and cancellation to the tenth of a second. In the root
-# package's process the integration tests wait on child processes, holding threads of the
-# 2-core concurrency pool for seconds; a deadline measured there measures that wait too.
+# package's process dozens of child processes start at once (the integration tests, on
+# threads of their own: Tests/IntegrationTests/Support/OwnThreads.swift); a deadline
+# measured there measures that CPU contention too.
 OWN_PROCESS_TESTS := $(PACKAGE_TESTS) SuiteClientTests
 empty :=
 space := $(empty) $(empty)
