@@ -189,10 +189,14 @@ final class LiveProcess {
     }
 
     /// Sends `signal`, waits for the exit and returns the seconds it took and the rest of the
-    /// output.
-    func stop(with signal: Int32) -> (seconds: Double, outcome: Outcome) {
+    /// output. A child still running after `timeout` seconds is killed (SIGKILL, seen as
+    /// signalled), so a test never hangs on one that ignores the signal.
+    func stop(with signal: Int32, timeout: Double = 30) -> (seconds: Double, outcome: Outcome) {
         let start = Date()
         kill(process.processIdentifier, signal)
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
+            kill(process.processIdentifier, SIGKILL)
+        }
         process.waitUntilExit()
         let seconds = Date().timeIntervalSince(start)
         let rest = out.fileHandleForReading.readDataToEndOfFile()
