@@ -135,12 +135,8 @@ struct Merger {
     /// Intersection over the larger box: a small symbol nested in a large one is another
     /// symbol; two readings of one place are one.
     static func overlap(_ a: PixelRect, _ b: PixelRect) -> Double {
-        let x0 = max(a.x, b.x)
-        let y0 = max(a.y, b.y)
-        let x1 = min(a.x + a.width, b.x + b.width)
-        let y1 = min(a.y + a.height, b.y + b.height)
-        guard x1 > x0, y1 > y0 else { return 0 }
-        let inter = Double((x1 - x0) * (y1 - y0))
+        let inter = Double(a.intersectionArea(with: b))
+        guard inter > 0 else { return 0 }
         let larger = Double(max(1, max(a.width * a.height, b.width * b.height)))
         return inter / larger
     }

@@ -85,8 +85,9 @@ struct RegionSearch {
         var candidates: [Candidate] = []
         for located in first.located {
             var candidate = Candidate(located: located)
-            if let i = textured.firstIndex(where: { Self.intersection($0.box, candidate.box) > 0 })
-            {
+            if let i = textured.firstIndex(where: {
+                $0.box.intersectionArea(with: candidate.box) > 0
+            }) {
                 candidate.box = Self.union(candidate.box, textured[i].box)
                 if textured[i].isLinear { candidate.angle = textured[i].angle }
                 textured.remove(at: i)
@@ -255,7 +256,7 @@ struct RegionSearch {
     /// Whether most of `box` lies inside something already decoded or searched.
     private func isClaimed(_ box: PixelRect) -> Bool {
         let area = Double(max(1, box.width * box.height))
-        return claimed.contains { Double(Self.intersection(box, $0)) / area >= 0.6 }
+        return claimed.contains { Double(box.intersectionArea(with: $0)) / area >= 0.6 }
     }
 
     static func union(_ a: PixelRect, _ b: PixelRect) -> PixelRect {
@@ -267,12 +268,6 @@ struct RegionSearch {
             width: max(a.x + a.width, b.x + b.width) - x0,
             height: max(a.y + a.height, b.y + b.height) - y0
         )
-    }
-
-    static func intersection(_ a: PixelRect, _ b: PixelRect) -> Int {
-        let w = min(a.x + a.width, b.x + b.width) - max(a.x, b.x)
-        let h = min(a.y + a.height, b.y + b.height) - max(a.y, b.y)
-        return w > 0 && h > 0 ? w * h : 0
     }
 
     // MARK: - Passes on a region

@@ -238,18 +238,10 @@ public struct ImageBuffer: Sendable {
 
     /// The part of the image inside `rect`, clipped to the image; `nil` when nothing is left.
     public func cropped(to rect: PixelRect) -> ImageBuffer? {
-        // Saturating: a rectangle given on the command line may reach past Int.max.
-        let x0 = max(0, rect.x)
-        let y0 = max(0, rect.y)
-        let x1 = min(
-            width,
-            rect.x.addingReportingOverflow(rect.width).overflow ? Int.max : rect.x + rect.width
+        guard let inside = rect.clipped(toWidth: width, height: height) else { return nil }
+        let (x0, y0, x1, y1) = (
+            inside.x, inside.y, inside.x + inside.width, inside.y + inside.height
         )
-        let y1 = min(
-            height,
-            rect.y.addingReportingOverflow(rect.height).overflow ? Int.max : rect.y + rect.height
-        )
-        guard x1 > x0, y1 > y0 else { return nil }
         let channels = format.channels
         let rowBytes = (x1 - x0) * channels
         var out = [UInt8]()
@@ -335,14 +327,28 @@ public struct PixelRect: Sendable, Hashable, Codable {
         self.init(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 
+    /// The area this rectangle shares with `other`; 0 when they do not overlap.
+    package func intersectionArea(with other: PixelRect) -> Int {
+        let w = min(x + width, other.x + other.width) - max(x, other.x)
+        let h = min(y + height, other.y + other.height) - max(y, other.y)
+        return w > 0 && h > 0 ? w * h : 0
+    }
+
     /// The part of this rectangle inside a `width` × `height` image, or `nil` when none is.
     package func clipped(toWidth width: Int, height: Int) -> PixelRect? {
+        // Saturating: a rectangle given on the command line may reach past Int.max.
         let x0 = max(0, x)
         let y0 = max(0, y)
-        let w = min(width, x + self.width) - x0
-        let h = min(height, y + self.height) - y0
-        guard w > 0, h > 0 else { return nil }
-        return PixelRect(x: x0, y: y0, width: w, height: h)
+        let x1 = min(
+            width,
+            x.addingReportingOverflow(self.width).overflow ? Int.max : x + self.width
+        )
+        let y1 = min(
+            height,
+            y.addingReportingOverflow(self.height).overflow ? Int.max : y + self.height
+        )
+        guard x1 > x0, y1 > y0 else { return nil }
+        return PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 }
 
