@@ -28,7 +28,7 @@ export SHOPFLOOR_CORPUS ?= $(abspath $(CURDIR)/../shared/corpus)
 export OMP_THREAD_LIMIT ?= 1
 
 # Sources only: never the checkouts under .build directories.
-FORMAT_PATHS := Package.swift Apps Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks Benchmarks/Tools \
+FORMAT_PATHS := Package.swift Apps Sources Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks Benchmarks/Tools \
   $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
 
 .PHONY: help deps build test test-packages stress fuzz demo bench bench-thresholds bench-network format release clean
@@ -39,8 +39,15 @@ help: ## list the targets
 deps: ## install missing Debian packages (apt-get) and pinned source builds
 	@scripts/deps.sh
 
-build: deps ## release build of every app, Swift runtime linked statically (binaries in `swift build -c release --show-bin-path`)
-	$(SWIFT) build $(RELEASE)
+# The shipped apps, product by product: a plain `swift build` would also link the packages'
+# test helper executables (their stress tools and AuthPeer), which nobody ships.
+APPS := scan suite-defaults reservations catalog store-server
+
+build: deps ## release build of the five apps only, Swift runtime linked statically (binaries in `swift build -c release --show-bin-path`)
+	@for app in $(APPS); do \
+	  echo "==> swift build $(RELEASE) --product $$app"; \
+	  $(SWIFT) build $(RELEASE) --product $$app; \
+	done
 	@echo "binaries in $(BIN_PATH)"
 
 test: deps ## build everything once, then each package's tests and the root package's, each in its own process

@@ -1,6 +1,8 @@
 // swift-tools-version: 6.1
-// The root package: the suite's thin command-line apps and the integration tests that run
-// across packages. Each capability lives in its own package under Packages/.
+// The root package: the suite's thin command-line apps (Apps/), the libraries they share
+// (Sources/: the server library StoreServer, the client library SuiteClient and the command
+// helpers), and the integration tests (Tests/). Each capability lives in its own package
+// under Packages/.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -13,7 +15,7 @@ let package = Package(
     name: "Shopfloor",
     platforms: [.macOS(.v15)],
     products: [
-        // The suite's apps; later parts add reservations, catalog and store-server.
+        // The suite's apps, and nothing else: `make build` builds these products only.
         .executable(name: "suite-defaults", targets: ["suite-defaults"]),
         .executable(name: "scan", targets: ["scan"]),
         .executable(name: "store-server", targets: ["store-server"]),
@@ -22,6 +24,8 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "Packages/Models"),
+        .package(path: "Packages/Plumbing"),
+        .package(path: "Packages/PNG"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // The capability packages the apps are thin layers over.
@@ -30,7 +34,13 @@ let package = Package(
         .package(path: "Packages/Auth"),
         .package(path: "Packages/ImageCache"),
         // store-server: HTTP, SQL on SQLite and PostgreSQL, metrics.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // No default traits: swift-configuration and full Foundation are not used. Every
+        // manifest that names Hummingbird says `traits: []`, or SwiftPM turns them back on.
+        .package(
+            url: "https://github.com/hummingbird-project/hummingbird",
+            from: "2.28.1",
+            traits: []
+        ),
         .package(url: "https://github.com/vapor/sql-kit", from: "3.36.0"),
         .package(url: "https://github.com/vapor/sqlite-kit", from: "4.5.2"),
         .package(url: "https://github.com/vapor/postgres-kit", from: "2.17.0"),
@@ -39,7 +49,7 @@ let package = Package(
     ],
     targets: [
         // Process start-up before any Swift code: standard descriptors, stop signals.
-        .target(name: "CStartup", path: "Apps/CStartup"),
+        .target(name: "CStartup", path: "Sources/CStartup"),
         // Shared by every app: the entry point, stop signals, checked stdout and stderr,
         // log lines, suite version, exit codes, common flags, JSON output.
         .target(
@@ -48,9 +58,10 @@ let package = Package(
                 "CStartup",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "SharedDefaults", package: "SharedDefaults"),
+                .product(name: "Models", package: "Models"),
+                .product(name: "Plumbing", package: "Plumbing"),
             ],
-            path: "Apps/CommandSupport",
+            path: "Sources/CommandSupport",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -58,6 +69,7 @@ let package = Package(
             dependencies: [
                 "CommandSupport",
                 .product(name: "Models", package: "Models"),
+                .product(name: "Plumbing", package: "Plumbing"),
                 .product(name: "SharedDefaults", package: "SharedDefaults"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -69,6 +81,7 @@ let package = Package(
             name: "scan",
             dependencies: [
                 "CommandSupport",
+                .product(name: "Models", package: "Models"),
                 .product(name: "Scanner", package: "Scanner"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -83,10 +96,11 @@ let package = Package(
             dependencies: [
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
+                .product(name: "Plumbing", package: "Plumbing"),
                 .product(name: "SharedDefaults", package: "SharedDefaults"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Apps/SuiteClient",
+            path: "Sources/SuiteClient",
             exclude: ["README.md"],
             swiftSettings: swiftSettings
         ),
@@ -101,7 +115,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Apps/ClientCommands",
+            path: "Sources/ClientCommands",
             swiftSettings: swiftSettings
         ),
         // Scanner stays off reservations' start path: `show --from-image` runs `scan`.
@@ -124,13 +138,13 @@ let package = Package(
         .target(
             name: "ProductImages",
             dependencies: [
-                "CLibPNG",
                 "SuiteClient",
                 .product(name: "ImageCache", package: "ImageCache"),
                 .product(name: "Models", package: "Models"),
+                .product(name: "PNG", package: "PNG"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Apps/ProductImages",
+            path: "Sources/ProductImages",
             swiftSettings: swiftSettings
         ),
         // Scanner stays off catalog's start path too: `lookup --from-image` runs `scan`.
@@ -143,26 +157,20 @@ let package = Package(
                 "ProductImages",
                 .product(name: "ImageCache", package: "ImageCache"),
                 .product(name: "Models", package: "Models"),
-                .product(name: "SharedDefaults", package: "SharedDefaults"),
+                .product(name: "PNG", package: "PNG"),
+                .product(name: "Plumbing", package: "Plumbing"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Apps/catalog",
             swiftSettings: swiftSettings
         ),
-        // libpng for the demo catalogue's product images (pkg-config libpng).
-        .systemLibrary(
-            name: "CLibPNG",
-            path: "Apps/store-server/CLibPNG",
-            pkgConfig: "libpng",
-            providers: [.apt(["libpng-dev"])]
-        ),
         // The store server as a library: routes, persistence, migrations, demo data, admin.
         .target(
             name: "StoreServer",
             dependencies: [
-                "CLibPNG",
                 .product(name: "Models", package: "Models"),
+                .product(name: "PNG", package: "PNG"),
                 .product(name: "Auth", package: "Auth"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "SQLKit", package: "sql-kit"),
@@ -172,7 +180,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            path: "Apps/store-server/StoreServer",
+            path: "Sources/StoreServer",
             resources: [.copy("openapi.yaml")],
             swiftSettings: swiftSettings
         ),
@@ -184,7 +192,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Apps/store-server/store-server",
+            path: "Apps/store-server",
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -219,6 +227,7 @@ let package = Package(
                 "SuiteClient",
                 .product(name: "ImageCache", package: "ImageCache"),
                 .product(name: "Models", package: "Models"),
+                .product(name: "PNG", package: "PNG"),
             ],
             path: "Tests/ProductImagesTests",
             swiftSettings: swiftSettings
@@ -231,6 +240,7 @@ let package = Package(
                 "ProductImages",
                 .product(name: "ImageCache", package: "ImageCache"),
                 .product(name: "Models", package: "Models"),
+                .product(name: "PNG", package: "PNG"),
                 .product(name: "Scanner", package: "Scanner"),
                 .product(name: "SharedDefaults", package: "SharedDefaults"),
             ],
@@ -262,8 +272,21 @@ package.targets += [
         swiftSettings: swiftSettings
     ),
     .testTarget(
+        name: "PlumbingTests",
+        dependencies: [.product(name: "Plumbing", package: "Plumbing")],
+        path: "Packages/Plumbing/Tests/PlumbingTests",
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "PNGTests",
+        dependencies: [.product(name: "PNG", package: "PNG")],
+        path: "Packages/PNG/Tests/PNGTests",
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
         name: "SharedDefaultsTests",
         dependencies: [
+            .product(name: "Plumbing", package: "Plumbing"),
             .product(name: "SharedDefaults", package: "SharedDefaults"),
             .product(name: "SharedDefaultsStressTool", package: "SharedDefaults"),
             .product(name: "Logging", package: "swift-log"),

@@ -106,7 +106,7 @@ private func withImageCache(
         let client = try SuiteClient(
             configuration: SuiteClientConfiguration(
                 appName: "catalog",
-                appVersion: SemanticVersion(SuiteVersion.current) ?? SemanticVersion(0, 0, 0)
+                appVersion: SuiteVersion.semantic
             ),
             logger: logger
         )

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ClientCommands
 import CommandSupport
+import Models
 
 /// `catalog`: products and their images from store-server, from a terminal.
 @main

@@ -2,6 +2,7 @@ import ClientCommands
 import CommandSupport
 import Foundation
 import Models
+import PNG
 import ProductImages
 import SuiteClient
 

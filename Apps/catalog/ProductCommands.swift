@@ -4,8 +4,9 @@ import CommandSupport
 import Foundation
 import ImageCache
 import Models
+import PNG
 import ProductImages
-import SharedDefaults
+import Plumbing
 import SuiteClient
 
 struct Search: AsyncParsableCommand {

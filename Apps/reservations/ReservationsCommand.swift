@@ -1,6 +1,7 @@
 import ArgumentParser
 import ClientCommands
 import CommandSupport
+import Models
 
 /// `reservations`: store staff's lookups and check-ins from a terminal, on store-server.
 @main

@@ -2,6 +2,7 @@ import ArgumentParser
 import CommandSupport
 import Foundation
 import Logging
+import Models
 import Scanner
 
 /// `scan`: barcodes from image files, like zbarimg, with ZXing's symbologies as well.

@@ -2,6 +2,7 @@ import ArgumentParser
 import CommandSupport
 import Foundation
 import Models
+import Plumbing
 import SharedDefaults
 
 struct Read: ParsableCommand {

@@ -1,8 +1,10 @@
 import ArgumentParser
-import CommandSupport
+public import CommandSupport
 import Foundation
 import Logging
-import SharedDefaults
+import Models
+import Plumbing
+public import SharedDefaults
 
 /// `suite-defaults`: read and change a suite's shared settings from the command line, with
 /// verbs after macOS `defaults`.
@@ -106,3 +108,14 @@ extension DefaultsValue {
 /// signal handlers before any Swift code runs (test bundles linking CommandSupport do not
 /// define it and keep their own signal handling).
 @_cdecl("sf_startup_app_marker") func startupAppMarker() {}
+
+/// The store's failures as the entry point reports them: an invalid suite name or a value
+/// past the limits is a usage error (64), the rest 1.
+extension SharedStoreError: ReportableError {
+    public var exitStatus: ExitStatus {
+        switch code {
+        case .invalidSuiteName, .limitExceeded: .usage
+        default: .failure
+        }
+    }
+}

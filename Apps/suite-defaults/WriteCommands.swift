@@ -1,6 +1,7 @@
 import ArgumentParser
 import CommandSupport
 import Foundation
+import Plumbing
 import SharedDefaults
 
 struct Write: ParsableCommand {

@@ -20,10 +20,14 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(path: "../SharedDefaults"),
+        .package(path: "../Plumbing"),
         // Tests only: the small test server on real sockets (plain Hummingbird; the port is
         // learned from onServerRunning, so HummingbirdTesting and its HTTP client stay out).
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(
+            url: "https://github.com/hummingbird-project/hummingbird",
+            from: "2.28.1",
+            traits: []
+        ),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // Tests only: the reference RFC 8941 parser the hand parser is fuzzed against.
         .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
@@ -35,7 +39,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "SharedDefaults", package: "SharedDefaults"),
+                .product(name: "Plumbing", package: "Plumbing"),
             ],
             swiftSettings: swiftSettings
         ),

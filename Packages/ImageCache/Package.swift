@@ -2,7 +2,8 @@
 // ImageCache: a memory + disk cache for images fetched over HTTP, shared by every suite tool
 // (W-TinyLFU memory cache, multi-process disk cache with a hard byte limit, revalidation,
 // offline stale serving, a coalescing download pipeline). Given a directory and a transport;
-// links no C library.
+// links no C library; its POSIX loops and stop deferral
+// are Plumbing's.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -20,12 +21,16 @@ let package = Package(
         .executable(name: "ImageCacheStressTool", targets: ["ImageCacheStressTool"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(path: "../Plumbing"),
     ],
     targets: [
         .target(
             name: "ImageCache",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Plumbing", package: "Plumbing"),
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -32,7 +32,8 @@ let package = Package(
         .library(name: "ScannerText", targets: ["ScannerText"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(path: "../PNG"),
     ],
     targets: [
         // libzbar, through its own header.
@@ -56,12 +57,7 @@ let package = Package(
             providers: [.apt(["libleptonica-dev"])]
         ),
         // The image libraries CImageIO uses, each through pkg-config (its -I and -l flags)
-        // and its own header.
-        .systemLibrary(
-            name: "CPNG",
-            pkgConfig: "libpng16",
-            providers: [.apt(["libpng-dev"])]
-        ),
+        // and its own header; libpng's module is the suite's one, in Packages/PNG.
         .systemLibrary(
             name: "CJPEG",
             pkgConfig: "libjpeg",
@@ -83,7 +79,10 @@ let package = Package(
         // leptonica, all silenced.
         .target(
             name: "CImageIO",
-            dependencies: ["CLeptonica", "CPNG", "CJPEG", "CTIFF", "CGIF"]
+            dependencies: [
+                "CLeptonica", "CJPEG", "CTIFF", "CGIF",
+                .product(name: "CPNG", package: "PNG"),
+            ]
         ),
         // ZXing-C++ behind a small self-contained C header; only this target sees ZXing's.
         // Not a pkg-config system library: its zxing.pc is in the pinned prefix, which

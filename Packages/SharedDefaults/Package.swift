@@ -18,12 +18,16 @@ let package = Package(
         .executable(name: "SharedDefaultsStressTool", targets: ["SharedDefaultsStressTool"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(path: "../Plumbing"),
     ],
     targets: [
         .target(
             name: "SharedDefaults",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Plumbing", package: "Plumbing"),
+            ],
             // Encoding, decoding and checksumming a store are loops that run 20-50 times
             // slower unoptimized; the multi-process tests commit thousands of times, so the
             // library is optimized in debug builds too (it is a local package, so SwiftPM
@@ -37,7 +41,11 @@ let package = Package(
         ),
         .testTarget(
             name: "SharedDefaultsTests",
-            dependencies: ["SharedDefaults", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "SharedDefaults",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Plumbing", package: "Plumbing"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -2,6 +2,7 @@ import Foundation
 import ImageCache
 import Logging
 import Models
+import PNG
 import ProductImages
 import SuiteClient
 import Testing

@@ -1,3 +1,4 @@
+import PNG
 import ProductImages
 import Testing
 

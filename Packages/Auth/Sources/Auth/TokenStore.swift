@@ -1,6 +1,6 @@
 public import Foundation
 internal import Glibc
-internal import SharedDefaults
+internal import Plumbing
 
 /// What a sign-in leaves on disk: tokens and the session's signing key.
 ///
@@ -61,7 +61,7 @@ public final class TokenStore: Sendable {
     }
 
     /// The store in a suite's container (`SHOPFLOOR_HOME`, else `$XDG_DATA_HOME/shopfloor`,
-    /// else `~/.local/share/shopfloor`), created `0700` by SharedDefaults.
+    /// else `~/.local/share/shopfloor`), created `0700` by Plumbing's `SuiteContainer`.
     /// - Parameters:
     ///   - suite: the suite name; by default `SHOPFLOOR_SUITE`, else `shopfloor`.
     ///   - root: the containers' root; by default from the environment.
@@ -113,7 +113,7 @@ public final class TokenStore: Sendable {
             throw AuthError(.tokenStore, "cannot encode credentials")
         }
         do {
-            // Atomic and durable, 0600 whatever the umask: SharedDefaults' one file writer.
+            // Atomic and durable, 0600 whatever the umask: Plumbing's one file writer.
             try FileIO.replaceFile(atPath: fileURL.path, with: data, permissions: 0o600)
         } catch {
             throw AuthError(.tokenStore, "cannot write the credentials: \(error)")
@@ -229,5 +229,5 @@ public final class TokenStore: Sendable {
     }
 }
 
-/// The token file's change stamp: SharedDefaults' one file stamp.
+/// The token file's change stamp: Plumbing's one file stamp.
 typealias FileStamp = FileIdentity

@@ -1,3 +1,4 @@
+internal import Plumbing
 public import Foundation
 public import Logging
 internal import Synchronization
@@ -117,9 +118,9 @@ public final class DiskCache: Sendable {
                 cause: error as NSError
             )
         }
-        let fd = openAt(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = POSIX.openAt(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw .system("cannot open the disk cache folder", path: path) }
-        let lockFD = openAt(fd, CacheFolder.lockName, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW)
+        let lockFD = POSIX.openAt(fd, CacheFolder.lockName, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW)
         guard lockFD >= 0 else {
             let code = errno
             close(fd)
@@ -154,7 +155,7 @@ public final class DiskCache: Sendable {
     /// Takes no lock: the file is opened by name, read with two `pread`s and checked.
     public func entry(forKey key: CacheKey) -> Entry? {
         let relative = key.relativePath
-        let fd = openAt(folder.fd, relative, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let fd = POSIX.openAt(folder.fd, relative, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 {
             switch errno {
             case ENOENT: return nil
@@ -237,7 +238,7 @@ public final class DiskCache: Sendable {
 
     private func recordAccess(_ key: CacheKey) {
         let pending = accessTimes.withLock { times in
-            times[CacheKeyHash(high: key.high, low: key.low)] = nowMicroseconds()
+            times[CacheKeyHash(high: key.high, low: key.low)] = POSIX.nowMicroseconds()
             return times.count
         }
         // Write them out now and then without ever waiting for the lock on a read.
@@ -315,14 +316,14 @@ public final class DiskCache: Sendable {
                         throw busy(key, size)
                     }
                 }
-                let now = nowMicroseconds()
+                let now = POSIX.nowMicroseconds()
                 if let (position, slot) = try session.find(key.high, key.low).found {
                     // Count the larger of the two until the new file is surely in place.
                     let larger = max(slot.size, bytes)
                     try session.resize(at: position, slot: slot, to: larger, accessed: now)
                     try session.sync()
                     try rename(temporary, to: relative, folderName: folderName)
-                    if folder.durable { syncFolder(folder.fd, folderName) }
+                    if folder.durable { POSIX.syncFolder(folder.fd, folderName) }
                     if larger != bytes {
                         var current = slot
                         current.size = larger
@@ -346,7 +347,7 @@ public final class DiskCache: Sendable {
             unlinkat(folder.fd, temporary, 0)
             throw error
         }
-        if folder.durable && !replaced { syncFolder(folder.fd, folderName) }
+        if folder.durable && !replaced { POSIX.syncFolder(folder.fd, folderName) }
     }
 
     private func busy(_ key: CacheKey, _ size: Int) -> ImageCacheError {
@@ -360,10 +361,10 @@ public final class DiskCache: Sendable {
     }
 
     private func writeTemporary(_ name: String, head: [UInt8], body: Data) throws(ImageCacheError) {
-        let fd = openAt(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW)
+        let fd = POSIX.openAt(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw .system("cannot create", path: folder.path + "/" + name) }
-        var ok = head.withUnsafeBytes { writeFully(fd, $0) }
-        if ok { ok = body.withUnsafeBytes { writeFully(fd, $0) } }
+        var ok = head.withUnsafeBytes { POSIX.writeFully(fd, $0) }
+        if ok { ok = body.withUnsafeBytes { POSIX.writeFully(fd, $0) } }
         if ok && folder.durable { ok = fdatasync(fd) == 0 }
         let code = errno
         close(fd)
@@ -405,7 +406,7 @@ public final class DiskCache: Sendable {
                 for file in folder.names(in: name) { unlinkat(folder.fd, name + "/" + file, 0) }
             }
             if folder.durable {
-                for name in CacheFolder.entryFolders { syncFolder(folder.fd, name) }
+                for name in CacheFolder.entryFolders { POSIX.syncFolder(folder.fd, name) }
             }
             try session.reset()
             session.sweepTemporaries()
@@ -482,7 +483,7 @@ public final class DiskCache: Sendable {
         // A job-control stop (SIGTSTP) is deferred while the index lock is held: this
         // process never stops holding it, and stops right after releasing it.
         StopDeferral.enter()
-        if !lockFile(handle.lockFD, wait ? LOCK_EX : LOCK_EX | LOCK_NB) {
+        if !POSIX.lockFile(handle.lockFD, wait ? LOCK_EX : LOCK_EX | LOCK_NB) {
             let failure = errno
             StopDeferral.leave()
             if !wait && failure == EWOULDBLOCK {
@@ -492,7 +493,7 @@ public final class DiskCache: Sendable {
             throw .system("cannot lock", path: folder.path + "/lock", errno: failure)
         }
         defer {
-            _ = lockFile(handle.lockFD, LOCK_UN)
+            _ = POSIX.lockFile(handle.lockFD, LOCK_UN)
             StopDeferral.leave()
         }
         // Another process may have replaced the index file (grown or rebuilt it).

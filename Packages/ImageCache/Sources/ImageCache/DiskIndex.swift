@@ -1,3 +1,4 @@
+internal import Plumbing
 import Foundation
 internal import Logging
 internal import Synchronization
@@ -241,7 +242,7 @@ struct IndexSession {
     ) throws(ImageCacheError) -> IndexSession {
         var fd = existing
         if fd < 0 {
-            fd = openAt(folder.fd, CacheFolder.indexName, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+            fd = POSIX.openAt(folder.fd, CacheFolder.indexName, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
             if fd < 0 {
                 guard errno == ENOENT else {
                     throw .system("cannot open the index", path: folder.path + "/index")
@@ -251,7 +252,7 @@ struct IndexSession {
             }
         }
         var page = [UInt8](repeating: 0, count: IndexHeader.pageSize)
-        let count = page.withUnsafeMutableBytes { preadFully(fd, $0, offset: 0) }
+        let count = page.withUnsafeMutableBytes { POSIX.preadFully(fd, $0, offset: 0) }
         guard count >= 0 else {
             let code = errno
             close(fd)
@@ -404,9 +405,9 @@ struct IndexSession {
             }
         }
         let temporary = CacheFolder.indexTempName
-        let fd = openAt(folder.fd, temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW)
+        let fd = POSIX.openAt(folder.fd, temporary, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw .system("cannot create", path: folder.path + "/" + temporary) }
-        let written = table.withUnsafeBytes { pwriteFully(fd, $0, offset: 0) }
+        let written = table.withUnsafeBytes { POSIX.pwriteFully(fd, $0, offset: 0) }
         guard written, !folder.durable || fdatasync(fd) == 0 else {
             let code = errno
             close(fd)
@@ -431,7 +432,7 @@ struct IndexSession {
     private func readSlots(from position: Int, count: Int) throws(ImageCacheError) -> [IndexSlot] {
         var bytes = [UInt8](repeating: 0, count: count * IndexSlot.byteCount)
         let read = bytes.withUnsafeMutableBytes {
-            preadFully(fd, $0, offset: Self.slotOffset(position))
+            POSIX.preadFully(fd, $0, offset: Self.slotOffset(position))
         }
         guard read == bytes.count else {
             throw .system("cannot read the index", path: path, errno: read < 0 ? errno : EIO)
@@ -445,7 +446,7 @@ struct IndexSession {
         var bytes = [UInt8](repeating: 0, count: IndexSlot.byteCount)
         bytes.withUnsafeMutableBytes { slot.write($0, at: 0) }
         let written = bytes.withUnsafeBytes {
-            pwriteFully(fd, $0, offset: Self.slotOffset(position))
+            POSIX.pwriteFully(fd, $0, offset: Self.slotOffset(position))
         }
         guard written else { throw .system("cannot write the index", path: path) }
     }
@@ -489,7 +490,7 @@ struct IndexSession {
     private mutating func writeHeader() throws(ImageCacheError) {
         let page = header.encode()
         let written = page.withUnsafeBytes {
-            pwriteFully(
+            POSIX.pwriteFully(
                 fd,
                 UnsafeRawBufferPointer(rebasing: $0[0..<(IndexHeader.checksumOffset + 8)]),
                 offset: 0
@@ -586,7 +587,7 @@ struct IndexSession {
             }
         }
         if folder.durable {
-            for name in folders { syncFolder(folder.fd, name) }
+            for name in folders { POSIX.syncFolder(folder.fd, name) }
         }
         for (position, slot) in gone { try clear(at: position, slot: slot) }
     }
@@ -696,7 +697,7 @@ struct IndexSession {
     /// Frees reservations whose writer is gone (its process ended, or it is older than an
     /// hour) and removes their temporary files.
     mutating func reclaimStaleReservations() throws(ImageCacheError) {
-        let now = nowMicroseconds()
+        let now = POSIX.nowMicroseconds()
         for index in header.reservations.indices {
             let reservation = header.reservations[index]
             guard reservation.pid != 0 else { continue }
@@ -727,7 +728,7 @@ struct IndexSession {
             id: id,
             pid: pid,
             bytes: bytes,
-            startedAt: nowMicroseconds()
+            startedAt: POSIX.nowMicroseconds()
         )
         header.reservedBytes += bytes
         headerChanged = true

@@ -1,3 +1,4 @@
+internal import Plumbing
 import Foundation
 
 /// The format of one disk cache entry: a 40-byte header, the key, the metadata, the body.
@@ -68,7 +69,7 @@ enum EntryFile {
             return .corrupt("it has \(size) bytes, less than an entry header")
         }
         var head = [UInt8](repeating: 0, count: min(size, firstReadSize))
-        let count = head.withUnsafeMutableBytes { preadFully(fd, $0, offset: 0) }
+        let count = head.withUnsafeMutableBytes { POSIX.preadFully(fd, $0, offset: 0) }
         if count < 0 { return .failed(errno) }
         guard count == head.count else { return .corrupt("it was cut short while being read") }
         let fields = head.withUnsafeBytes { raw in
@@ -95,7 +96,7 @@ enum EntryFile {
         let bodyLength = Int(bodyLength64)
         if head.count < headLength {
             var rest = [UInt8](repeating: 0, count: headLength - head.count)
-            let more = rest.withUnsafeMutableBytes { preadFully(fd, $0, offset: head.count) }
+            let more = rest.withUnsafeMutableBytes { POSIX.preadFully(fd, $0, offset: head.count) }
             if more < 0 { return .failed(errno) }
             guard more == rest.count else { return .corrupt("it was cut short while being read") }
             head += rest
@@ -123,14 +124,14 @@ enum EntryFile {
                     byteCount: available
                 )
             }
-            let rest = preadFully(
+            let rest = POSIX.preadFully(
                 fd,
                 UnsafeMutableRawBufferPointer(rebasing: raw[available...]),
                 offset: headLength + available
             )
             bodyRead = rest < 0 ? -1 : available + rest
         } else {
-            bodyRead = preadFully(fd, raw, offset: headLength)
+            bodyRead = POSIX.preadFully(fd, raw, offset: headLength)
         }
         if bodyRead < 0 {
             let code = errno

@@ -1,4 +1,5 @@
 public import Foundation
+public import Plumbing
 internal import Glibc
 public import Logging
 import Synchronization
@@ -105,7 +106,7 @@ public final class SharedStore: Sendable {
         self.lockTimeout = lockTimeout
         let suiteName = suite ?? SuiteContainer.defaultSuiteName()
         self.suiteName = suiteName
-        self.containerURL = try SuiteContainer.containerURL(forSuite: suiteName, root: root)
+        self.containerURL = try Self.containerURL(forSuite: suiteName, root: root)
         self.files = try StoreFiles(directory: containerURL)
         var logger = logger
         logger[metadataKey: "suite"] = "\(suiteName)"
@@ -128,7 +129,11 @@ public final class SharedStore: Sendable {
     public static func containerURL(forSuite suite: String, root: URL? = nil)
         throws(SharedStoreError) -> URL
     {
-        try SuiteContainer.containerURL(forSuite: suite, root: root)
+        do {
+            return try SuiteContainer.containerURL(forSuite: suite, root: root)
+        } catch {
+            throw SharedStoreError(error)
+        }
     }
 
     // MARK: Reading
@@ -251,7 +256,7 @@ public final class SharedStore: Sendable {
             let result = try body(&values)
             if latest.mustWrite || values != latest.values {
                 try checkContainerStillExists()
-                let generation = max(latest.generation + 1, nowMicroseconds())
+                let generation = max(latest.generation + 1, POSIX.nowMicroseconds())
                 try files.commit(values, generation: generation)
                 install(values: values, generation: generation)
             } else {

@@ -1,4 +1,5 @@
 internal import Glibc
+public import Plumbing
 
 /// Why a ``SharedStore`` or ``SuiteContainer`` operation failed.
 public struct SharedStoreError: Error, Sendable, CustomStringConvertible {
@@ -64,5 +65,19 @@ public struct SharedStoreError: Error, Sendable, CustomStringConvertible {
     static func system(_ what: String, path: String, errno: Int32 = Glibc.errno) -> SharedStoreError
     {
         SharedStoreError(code: .ioFailure, message: "\(what) \(path)", path: path, errno: errno)
+    }
+}
+
+extension SharedStoreError {
+    /// A container failure as the store reports it (`invalidSuiteName`,
+    /// `insecureContainer`, `ioFailure`).
+    public init(_ error: ContainerError) {
+        let code: Code =
+            switch error.code {
+            case .invalidSuiteName: .invalidSuiteName
+            case .insecure: .insecureContainer
+            case .system: .ioFailure
+            }
+        self.init(code: code, message: error.message, path: error.path, errno: error.errno)
     }
 }

@@ -1,3 +1,4 @@
+internal import Plumbing
 import Foundation
 internal import Glibc
 
@@ -75,7 +76,7 @@ final class StoreFiles: Sendable {
         }
         if let knownGeneration, size >= StoreFormat.headerSize {
             var header = [UInt8](repeating: 0, count: StoreFormat.headerSize)
-            let count = header.withUnsafeMutableBytes { preadFully(fd, $0, offset: 0) }
+            let count = header.withUnsafeMutableBytes { POSIX.preadFully(fd, $0, offset: 0) }
             if count == StoreFormat.headerSize,
                 case .success(let decoded) = StoreFormat.decodeHeader(header),
                 decoded.generation == knownGeneration,
@@ -85,7 +86,7 @@ final class StoreFiles: Sendable {
             }
         }
         var bytes = [UInt8](repeating: 0, count: size)
-        let count = bytes.withUnsafeMutableBytes { preadFully(fd, $0, offset: 0) }
+        let count = bytes.withUnsafeMutableBytes { POSIX.preadFully(fd, $0, offset: 0) }
         guard count >= 0 else {
             if errno == EIO { return .corrupt(reason: "reading it failed with an I/O error") }
             throw .system("cannot read", path: path(name))
@@ -202,56 +203,4 @@ final class StoreFiles: Sendable {
     }
 }
 
-/// A cheap change stamp of a file: device, inode, size, modification and change times. Any
-/// write, replacement (rename over it), truncation or chmod gives a different stamp; one
-/// `stat` to take. The suite's packages use it to tell whether a file they cached changed
-/// (SharedStore's snapshot, Auth's credentials).
-public struct FileIdentity: Sendable, Hashable {
-    /// The device holding the file.
-    public var device: UInt64
-    /// The inode.
-    public var inode: UInt64
-    /// The size in bytes.
-    public var size: Int64
-    /// The modification time, in nanoseconds since 1970.
-    public var modified: Int64
-    /// The inode change time, in nanoseconds since 1970.
-    public var changed: Int64
 
-    /// The stamp of the file at `path` (links followed), or nil when it cannot be `stat`ed.
-    public init?(path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        self.init(info)
-    }
-
-    init(_ info: stat) {
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
-        size = Int64(info.st_size)
-        modified = Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec)
-        changed = Int64(info.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctim.tv_nsec)
-    }
-}
-
-/// Reads until `buffer` is full or end of file; returns the count, or -1 with `errno`.
-func preadFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, offset: Int) -> Int {
-    var done = 0
-    while done < buffer.count {
-        let count = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
-        if count < 0 {
-            if errno == EINTR { continue }
-            return -1
-        }
-        if count == 0 { break }
-        done += count
-    }
-    return done
-}
-
-/// Microseconds since 1970 from the real-time clock.
-func nowMicroseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec / 1000)
-}

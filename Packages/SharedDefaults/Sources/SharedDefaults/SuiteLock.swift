@@ -1,3 +1,4 @@
+internal import Plumbing
 import Foundation
 internal import Glibc
 

@@ -1,4 +1,5 @@
 import Foundation
+import Plumbing
 import SharedDefaults
 import Testing
 
@@ -8,28 +9,6 @@ import Testing
 
 @Suite("Suite containers and permissions")
 struct ContainerTests {
-    @Test(
-        "the root comes from SHOPFLOOR_HOME, then XDG_DATA_HOME, then HOME",
-        arguments: [
-            (["SHOPFLOOR_HOME": "/srv/sf", "XDG_DATA_HOME": "/x", "HOME": "/h"], "/srv/sf"),
-            (["XDG_DATA_HOME": "/x", "HOME": "/h"], "/x/shopfloor"),
-            (["XDG_DATA_HOME": "relative", "HOME": "/h"], "/h/.local/share/shopfloor"),
-            (["SHOPFLOOR_HOME": "", "HOME": "/h"], "/h/.local/share/shopfloor"),
-        ]
-    )
-    func rootResolution(environment: [String: String], expected: String) {
-        #expect(SuiteContainer.rootURL(environment: environment).path == expected)
-    }
-
-    @Test("the suite name comes from SHOPFLOOR_SUITE, else shopfloor")
-    func defaultSuite() {
-        #expect(
-            SuiteContainer.defaultSuiteName(environment: ["SHOPFLOOR_SUITE": "store-12"])
-                == "store-12"
-        )
-        #expect(SuiteContainer.defaultSuiteName(environment: [:]) == "shopfloor")
-    }
-
     @Test(
         "unsafe suite names are refused",
         arguments: [
@@ -63,15 +42,6 @@ struct ContainerTests {
                 "defaults.lock", "defaults.store", "defaults.store.bak",
             ]
         )
-    }
-
-    @Test("a new root is created 0700 with its missing parents")
-    func createsRoot() throws {
-        let root = try TemporaryRoot()
-        let nested = root.url.appendingPathComponent("a/b/shopfloor")
-        let container = try SuiteContainer.containerURL(forSuite: "x", root: nested)
-        #expect(try mode(of: nested.path) == 0o700)
-        #expect(container.path == nested.appendingPathComponent("x").path)
     }
 
     @Test(

@@ -293,63 +293,6 @@ struct LimitsTests {
         try store.set("after", forKey: "k")
         #expect(try root.store(refresh: .statEveryRead).string(forKey: "k") == "after")
     }
-
-    @Test("FileIO's permissions are exact whatever the umask; without, a file keeps its own")
-    func fileReplacementPermissions() throws {
-        let root = try TemporaryRoot()
-        let file = root.url.appendingPathComponent("credentials")
-        func mode() -> mode_t {
-            var info = stat()
-            _ = stat(file.path, &info)
-            return info.st_mode & 0o7777
-        }
-        let saved = umask(0)
-        defer { umask(saved) }
-        try FileIO.replaceFile(atPath: file.path, with: Data("one".utf8), permissions: 0o600)
-        #expect(mode() == 0o600)
-        #expect(chmod(file.path, 0o644) == 0)
-        // An existing file's permissions are kept unless new ones are given.
-        try FileIO.replaceFile(atPath: file.path, with: Array("two".utf8))
-        #expect(mode() == 0o644)
-        try FileIO.replaceFile(atPath: file.path, with: Data("three".utf8), permissions: 0o600)
-        #expect(mode() == 0o600)
-        #expect(try String(contentsOf: file, encoding: .utf8) == "three")
-        // Not durable: replaced all the same, and no temporary file is left behind.
-        try FileIO.replaceFile(atPath: file.path, with: Data("four".utf8), durable: false)
-        #expect(try String(contentsOf: file, encoding: .utf8) == "four")
-        #expect(mode() == 0o600)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: root.path) == ["credentials"])
-    }
-
-    @Test("FileIO replaces a file atomically through links and refuses special files")
-    func fileReplacement() throws {
-        let root = try TemporaryRoot()
-        let file = root.url.appendingPathComponent("out.txt")
-        try FileIO.replaceFile(atPath: file.path, with: Array("one".utf8))
-        #expect(try String(contentsOf: file, encoding: .utf8) == "one")
-        let link = root.url.appendingPathComponent("link.txt")
-        #expect(symlink("out.txt", link.path) == 0)
-        try FileIO.replaceFile(atPath: link.path, with: Array("two".utf8))
-        #expect(try String(contentsOf: file, encoding: .utf8) == "two")
-        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link.path) == "out.txt")
-        let fifo = root.url.appendingPathComponent("fifo")
-        #expect(mkfifo(fifo.path, 0o600) == 0)
-        for path in [fifo.path, root.path, "/dev/null"] {
-            #expect { try FileIO.replaceFile(atPath: path, with: [1]) } throws: {
-                ($0 as? FileIOError)?.code == .notRegularFile
-            }
-        }
-        #expect(
-            try FileManager.default.contentsOfDirectory(atPath: root.path).sorted() == [
-                "fifo", "link.txt", "out.txt",
-            ]
-        )
-        // Reading stops at its limit.
-        #expect { try FileIO.readFile(atPath: file.path, limit: 2) } throws: {
-            ($0 as? FileIOError)?.code == .tooLarge
-        }
-        #expect(try FileIO.readFile(atPath: file.path, limit: 3) == Array("two".utf8))
-    }
 }
 
 /// A small deterministic generator for the fuzz tests (splitmix64).

@@ -1,0 +1,31 @@
+// swift-tools-version: 6.1
+// PNG: the suite's one libpng module (CPNG) and a small Swift API over libpng's simplified
+// interface: decoding any PNG to 8-bit RGBA and encoding 8-bit grey, RGB or RGBA pixels.
+// Scanner's image decoders, the server's demo images and the clients' product images all
+// use it; it links libpng and nothing else.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "PNG",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "PNG", targets: ["PNG"]),
+        // For C code that includes <png.h> itself (Scanner's decoders).
+        .library(name: "CPNG", targets: ["CPNG"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CPNG",
+            pkgConfig: "libpng16",
+            providers: [.apt(["libpng-dev"])]
+        ),
+        .target(name: "PNG", dependencies: ["CPNG"], swiftSettings: swiftSettings),
+        .testTarget(name: "PNGTests", dependencies: ["PNG"], swiftSettings: swiftSettings),
+    ]
+)

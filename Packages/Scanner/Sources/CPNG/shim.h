@@ -1,2 +1,0 @@
-// libpng (libpng-dev): PNG decoding and encoding for CImageIO.
-#include <png.h>
