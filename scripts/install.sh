@@ -79,7 +79,6 @@ do_install() {
   local version date
   version=$("$bin/store-server" --version)
   date=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}" +%Y-%m-%d)
-  local stage
   stage=$(mktemp -d "${TMPDIR:-/tmp}/shopfloor-install.XXXXXX")
   trap 'rm -rf "$stage"' EXIT
 
