@@ -33,6 +33,8 @@
 #   rig.sh start-app STATE N          start appN again
 #   rig.sh stop-db STATE / start-db STATE
 #   rig.sh route STATE lb|wan|app1    what shopfloor.test names for the client
+#   rig.sh relay STATE MS lb|app1 [relay flags]  delay_relay.py on the wan host, MS each way,
+#                                     in the foreground; shopfloor.test then names the relay
 #   rig.sh shape STATE PROFILE        LAN | 3G | Edge | Lossy | Down on the client's link
 #   rig.sh down STATE                 stop everything it started (by pid), remove namespaces
 set -euo pipefail
@@ -394,7 +396,7 @@ cmd_down() {
   state=${1:?usage: rig.sh down STATE}
   [[ -f $state/rig.env ]] || return 0
   load "$state"
-  for name in lb app1 app2 relay; do stop_pidfile "$state/$name.pid" TERM; done
+  for name in lb app1 app2; do stop_pidfile "$state/$name.pid" TERM; done
   [[ -d $state/pg/data ]] && stop_db
   # Anything still running in the rig's namespaces was started by the rig: by pid.
   local h pids
@@ -439,19 +441,17 @@ cmd_shape() {
   fi
 }
 
-# delay_relay.py on the wan host: shopfloor.test then names it, and it forwards to TARGET.
+# delay_relay.py on the wan host, in the foreground (it stops when its parent does, so the
+# caller runs this in the background and keeps running): shopfloor.test then names the wan
+# host, and the relay forwards to the load balancer (lb) or straight to app1's TLS port.
 cmd_relay() {
   load "$1"
   local delay=$2 target=${3:-lb} port=443
+  shift 3
   [[ $target == app1 ]] && port=8443
-  stop_pidfile "$state/relay.pid" TERM
-  RIG_EXEC=1 setsid "$0" on-as "$state" wan nobody python3 "$repo/Benchmarks/network/delay_relay.py" \
-    --listen "${ip[wan]}:443" --to "${ip[$target]}:$port" --delay-ms "$delay" \
-    </dev/null >"$state/relay.log" 2>&1 &
-  echo $! >"$state/relay.pid"
-  sleep 0.3
-  kill -0 "$(cat "$state/relay.pid")" 2>/dev/null || die "the relay did not start: $(cat "$state/relay.log")"
   write_hosts wan
+  RIG_EXEC=1 in_host wan nobody python3 "$repo/Benchmarks/network/delay_relay.py" \
+    --listen "${ip[wan]}:443" --to "${ip[$target]}:$port" --delay-ms "$delay" --lifetime 7200 "$@"
 }
 
 case ${1:-} in
