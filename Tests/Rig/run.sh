@@ -109,7 +109,8 @@ t_man_pages() {
 import json, sys
 c = json.load(sys.stdin)["command"]
 print(" ".join(s["commandName"] for s in c.get("subcommands", []) if s["commandName"] != "help" and s.get("shouldDisplay", True)))'); do
-      grep -q "^\.SS $app $sub" "$man" || fail "$man has no section for '$app $sub'"
+      # roff spells a hyphen \-
+      grep -qxF ".SS $(sed 's/-/\\-/g' <<<"$app $sub")" "$man" || fail "$man has no section for '$app $sub'"
     done
   done
   MANPATH=$prefix/usr/share/man man -P cat store-server 2>/dev/null | grep -q "store-server serve" ||
