@@ -312,6 +312,7 @@ package.targets += [
         name: "ImageCacheTests",
         dependencies: [
             .product(name: "ImageCache", package: "ImageCache"),
+            .product(name: "Plumbing", package: "Plumbing"),
             .product(name: "ImageCacheStressTool", package: "ImageCache"),
             .product(name: "Logging", package: "swift-log"),
         ],

@@ -1,4 +1,5 @@
 import Foundation
+import Plumbing
 import Logging
 import Testing
 
@@ -209,7 +210,7 @@ struct ProcessTests {
             id: 0xDEAD_BEEF,
             pid: deadPID,
             bytes: 80_000,
-            startedAt: nowMicroseconds()
+            startedAt: POSIX.nowMicroseconds()
         )
         header.reservedBytes += 80_000
         page.replaceSubrange(0..<IndexHeader.pageSize, with: header.encode())
