@@ -189,8 +189,11 @@ let package = Package(
             dependencies: [
                 "CommandSupport",
                 "StoreServer",
+                .product(name: "Models", package: "Models"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Apps/store-server",
             swiftSettings: swiftSettings
@@ -202,6 +205,8 @@ let package = Package(
                 "StoreServer",
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 // Built for the cross-process refresh test (a second client process).
                 .product(name: "AuthPeer", package: "Auth"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,7 @@
 import Foundation
 import Plumbing
 import Logging
+import Plumbing
 import Testing
 
 @testable import ImageCache
