@@ -165,10 +165,14 @@ let package = Package(
             path: "Apps/catalog",
             swiftSettings: swiftSettings
         ),
+        // store-server's OpenAPI document compiled into the binary (C23 #embed of
+        // Sources/StoreServer/openapi.yaml): an installed binary has no resource bundle.
+        .target(name: "COpenAPIDocument", path: "Sources/COpenAPIDocument"),
         // The store server as a library: routes, persistence, migrations, demo data, admin.
         .target(
             name: "StoreServer",
             dependencies: [
+                "COpenAPIDocument",
                 .product(name: "Models", package: "Models"),
                 .product(name: "PNG", package: "PNG"),
                 .product(name: "Auth", package: "Auth"),
@@ -181,7 +185,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Sources/StoreServer",
-            resources: [.copy("openapi.yaml")],
+            exclude: ["openapi.yaml"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
