@@ -193,8 +193,11 @@ let package = Package(
             dependencies: [
                 "CommandSupport",
                 "StoreServer",
+                .product(name: "Models", package: "Models"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Apps/store-server",
             swiftSettings: swiftSettings
@@ -206,6 +209,8 @@ let package = Package(
                 "StoreServer",
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 // Built for the cross-process refresh test (a second client process).
                 .product(name: "AuthPeer", package: "Auth"),
                 .product(name: "Logging", package: "swift-log"),
@@ -316,6 +321,7 @@ package.targets += [
         name: "ImageCacheTests",
         dependencies: [
             .product(name: "ImageCache", package: "ImageCache"),
+            .product(name: "Plumbing", package: "Plumbing"),
             .product(name: "ImageCacheStressTool", package: "ImageCache"),
             .product(name: "Logging", package: "swift-log"),
         ],

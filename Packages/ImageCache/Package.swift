@@ -40,7 +40,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageCacheTests",
-            dependencies: ["ImageCache", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "ImageCache",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Plumbing", package: "Plumbing"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]
