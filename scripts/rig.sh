@@ -450,7 +450,7 @@ cmd_relay() {
   shift 3
   [[ $target == app1 ]] && port=8443
   write_hosts wan
-  RIG_EXEC=1 in_host wan nobody python3 "$repo/Benchmarks/network/delay_relay.py" \
+  RIG_EXEC=1 in_host wan nobody /usr/bin/python3 "$repo/Benchmarks/network/delay_relay.py" \
     --listen "${ip[wan]}:443" --to "${ip[$target]}:$port" --delay-ms "$delay" --lifetime 7200 "$@"
 }
 
