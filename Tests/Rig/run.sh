@@ -221,6 +221,63 @@ t_destdir() {
   [[ -z $(find "$stage" -type f) ]] || fail "uninstall left: $(find "$stage" -type f)"
 }
 
+# systemd's notify protocol: READY=1 once listening, WATCHDOG=1 at half WATCHDOG_USEC,
+# STOPPING=1 on SIGTERM; no pings when the watchdog is meant for another process.
+t_notify() {
+  local dir=$work/notify
+  mkdir -p "$dir"
+  python3 "$repo/scripts/notify-listener.py" "$dir/notify" "$dir/notify.log" --lifetime 60 >"$dir/listener.out" &
+  local listener=$!
+  for _ in $(seq 1 100); do grep -q listening "$dir/listener.out" && break; sleep 0.05; done
+  NOTIFY_SOCKET=$dir/notify WATCHDOG_USEC=1000000 SHOPFLOOR_HOME=$dir "$bin/store-server" serve \
+    --port 0 --password-cost 1000 --database "$dir/store.sqlite" >"$dir/out" 2>"$dir/err" </dev/null &
+  local server=$!
+  sleep 3
+  kill -TERM $server
+  wait $server || true
+  sleep 0.3
+  kill -TERM $listener
+  wait $listener || true
+  cat "$dir/notify.log"
+  head -1 "$dir/notify.log" | grep -q "READY=1" || fail "the first message is not READY=1"
+  local pings
+  pings=$(grep -c "WATCHDOG=1" "$dir/notify.log" || true)
+  echo "figure: notify: READY=1, $pings watchdog pings in about 3 s at WATCHDOG_USEC=1000000, STOPPING=1"
+  ((pings >= 3)) || fail "only $pings watchdog pings in 3 s (every 0.5 s expected)"
+  tail -1 "$dir/notify.log" | grep -q "STOPPING=1" || fail "no STOPPING=1 at the end"
+  # A watchdog for another process (WATCHDOG_PID) is not ours to ping.
+  : >"$dir/notify.log"
+  python3 "$repo/scripts/notify-listener.py" "$dir/notify" "$dir/notify.log" --lifetime 60 >"$dir/listener.out" &
+  listener=$!
+  sleep 0.5
+  NOTIFY_SOCKET=$dir/notify WATCHDOG_USEC=1000000 WATCHDOG_PID=1 SHOPFLOOR_HOME=$dir "$bin/store-server" serve \
+    --port 0 --password-cost 1000 --database "$dir/store.sqlite" >"$dir/out" 2>"$dir/err" </dev/null &
+  server=$!
+  sleep 2
+  kill -TERM $server
+  wait $server || true
+  kill -TERM $listener
+  wait $listener || true
+  grep -q "READY=1" "$dir/notify.log" || fail "no READY=1 with another process's watchdog"
+  ! grep -q "WATCHDOG=1" "$dir/notify.log" || fail "pinged a watchdog meant for another process"
+}
+
+# An unknown database URL scheme is a usage error (exit 64), never a SQLite file named after it.
+t_unknown_scheme() {
+  local dir=$work/scheme status=0 err
+  mkdir -p "$dir"
+  cd "$dir"
+  err=$(SHOPFLOOR_HOME=$dir "$bin/store-server" migrate --database mysql://x 2>&1) || status=$?
+  echo "$err"
+  ((status == 64)) || fail "--database mysql://x: exit $status, not 64"
+  grep -q "mysql://" <<<"$err" || fail "the error does not name the scheme"
+  [[ ! -e $dir/mysql: ]] || fail "a file named after the URL was created"
+  status=0
+  err=$(SHOPFLOOR_HOME=$dir SHOPFLOOR_DATABASE_URL=redis://cache "$bin/store-server" migrate 2>&1) || status=$?
+  ((status == 64)) || fail "SHOPFLOOR_DATABASE_URL=redis://cache: exit $status, not 64"
+  grep -q "SHOPFLOOR_DATABASE_URL" <<<"$err" || fail "the error does not name SHOPFLOOR_DATABASE_URL: $err"
+}
+
 run_install_tests() {
   need "${apps[@]}"
   test_case "install: stripped binaries, completions, man pages and the sample configuration" t_install_layout
@@ -231,6 +288,8 @@ run_install_tests() {
   test_case "install: the client apps load Debian's OpenSSL libcurl" t_libcurl_openssl
   test_case "install: uninstall removes every file and keeps an edited configuration" t_uninstall
   test_case "install: DESTDIR stages the files for PREFIX" t_destdir
+  test_case "server: READY=1, watchdog pings and STOPPING=1 reach NOTIFY_SOCKET" t_notify
+  test_case "server: an unknown database URL scheme is refused with exit 64" t_unknown_scheme
 }
 
 # MARK: rig
@@ -302,12 +361,21 @@ t_rig_kill_instance() {
 }
 
 t_rig_postgres_restart() {
+  grep -q "READY=1" "$rig_state/app1.notify.log" || fail "app1 never said READY=1"
   rig stop-db "$rig_state"
+  local stopped
+  stopped=$(python3 -c 'import time; print("%.3f" % time.monotonic())')
   # While the database is away the instances say so (503), and nothing hangs.
   local status
   status=$(client curl -s -o /dev/null -w '%{http_code}' --max-time 5 https://shopfloor.test/health || true)
   echo "figure: /health while PostgreSQL is down: $status"
   [[ $status == 503 ]] || fail "health answered $status with the database down"
+  sleep 4
+  # No watchdog ping while the database is away (after the ping in flight at the stop).
+  local during
+  during=$(awk -v from="$stopped" '$1 > from + 1.5 && /WATCHDOG=1/' "$rig_state/app1.notify.log" | wc -l)
+  echo "figure: watchdog pings from app1 while PostgreSQL was down (after 1.5 s): $during"
+  ((during == 0)) || fail "app1 pinged the watchdog $during times without its database"
   rig start-db "$rig_state"
   local back address ms
   back=$(now_ms)
@@ -320,7 +388,56 @@ t_rig_postgres_restart() {
   ms=$(($(now_ms) - back))
   echo "figure: both instances serve again $ms ms after PostgreSQL is back"
   ((ms <= 5000)) || fail "recovery took $ms ms (target ≤ 5000 ms)"
+  sleep 2.5
+  local restarted
+  restarted=$(python3 -c 'import time; print("%.3f" % (time.monotonic() - 2.5))')
+  awk -v from="$restarted" '$1 > from && /WATCHDOG=1/' "$rig_state/app1.notify.log" | grep -q . ||
+    fail "app1 does not ping the watchdog again once PostgreSQL is back"
   client "$bin/reservations" show "$(pool 'p["show"][2]')" --json >/dev/null
+}
+
+# A PostgreSQL URL to another host with no sslmode requires TLS: against a server that
+# declines TLS, store-server stops before it sends its startup message (user name) or
+# password. The stand-in answers the SSLRequest with 'N' and records what follows.
+t_rig_postgres_requires_tls() {
+  cat >"$rig_state/no-tls-postgres.py" <<'PY'
+import socket, sys
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("10.204.0.30", 5433))
+server.listen(4)
+server.settimeout(20)
+log = open(sys.argv[1], "w", buffering=1)
+try:
+    while True:
+        connection, _ = server.accept()
+        connection.settimeout(3)
+        request = connection.recv(8)
+        log.write("request %s\n" % request.hex())
+        connection.sendall(b"N")
+        try:
+            rest = connection.recv(4096)
+        except socket.timeout:
+            rest = b""
+        log.write("after %d bytes %s\n" % (len(rest), rest[:64]))
+        connection.close()
+except socket.timeout:
+    pass
+PY
+  rig on "$rig_state" db /usr/bin/python3 "$rig_state/no-tls-postgres.py" "$rig_state/no-tls.log" &
+  local fake=$! status=0 err
+  sleep 0.5
+  err=$(rig on "$rig_state" app2 env SHOPFLOOR_HOME="$rig_state" \
+    SHOPFLOOR_DATABASE_URL="postgres://shopfloor:secret-password@10.204.0.30:5433/shopfloor" \
+    timeout 30 "$bin/store-server" migrate 2>&1) || status=$?
+  kill $fake 2>/dev/null || true
+  wait $fake 2>/dev/null || true
+  cat "$rig_state/no-tls.log"
+  echo "figure: PostgreSQL without TLS: store-server exit $status: ${err:0:200}"
+  ((status != 0)) || fail "store-server used a PostgreSQL server that declined TLS"
+  grep -q "^request 0000000804d2162f" "$rig_state/no-tls.log" || fail "no SSLRequest was sent first"
+  ! grep -q "^after [1-9]" "$rig_state/no-tls.log" || fail "store-server went on in plain text after the server declined TLS"
+  ! grep -q "secret-password" <<<"$err" || fail "the error shows the password"
 }
 
 run_rig_tests() {
@@ -340,6 +457,7 @@ run_rig_tests() {
   test_case "rig: a terminal without the store's CA is refused, and TLS below 1.2 too" t_rig_untrusted
   test_case "rig: one instance killed mid-run, the flows continue through the other" t_rig_kill_instance
   test_case "rig: PostgreSQL restarted, both instances serve again within 5 s" t_rig_postgres_restart
+  test_case "rig: PostgreSQL to another host requires TLS unless the URL says otherwise" t_rig_postgres_requires_tls
   if ((failed)) && [[ ${RIG_KEEP:-0} == 1 ]]; then
     cp -a "$rig_state" "${TMPDIR:-/tmp}/shopfloor-rig-kept.$$" 2>/dev/null &&
       echo "rig directory kept in ${TMPDIR:-/tmp}/shopfloor-rig-kept.$$"
