@@ -278,6 +278,31 @@ t_unknown_scheme() {
   grep -q "SHOPFLOOR_DATABASE_URL" <<<"$err" || fail "the error does not name SHOPFLOOR_DATABASE_URL: $err"
 }
 
+# The SQLite database the server creates is private: its directory 0700, its files 0600,
+# even under a umask of 022.
+t_database_modes() {
+  local dir=$work/modes
+  mkdir -p "$dir"
+  (
+    umask 022
+    SHOPFLOOR_HOME=$dir/home "$bin/store-server" serve --port 0 --password-cost 1000 --demo-data \
+      >"$dir/out" 2>"$dir/err" </dev/null &
+    server=$!
+    for _ in $(seq 1 600); do grep -q "listening on" "$dir/out" && break; sleep 0.1; done
+    kill -TERM $server
+    wait $server || true
+  )
+  local file mode
+  mode=$(stat -c %a "$dir/home/server")
+  echo "figure: database directory $mode, files: $(cd "$dir/home/server" && stat -c '%n %a' * | tr '\n' ' ')"
+  [[ $mode == 700 ]] || fail "the database directory is $mode, not 700"
+  for file in "$dir/home/server"/*; do
+    mode=$(stat -c %a "$file")
+    [[ $mode == 600 ]] || fail "$(basename "$file") is $mode, not 600"
+  done
+  [[ -f $dir/home/server/store.sqlite ]] || fail "no store.sqlite"
+}
+
 run_install_tests() {
   need "${apps[@]}"
   test_case "install: stripped binaries, completions, man pages and the sample configuration" t_install_layout
@@ -290,6 +315,7 @@ run_install_tests() {
   test_case "install: DESTDIR stages the files for PREFIX" t_destdir
   test_case "server: READY=1, watchdog pings and STOPPING=1 reach NOTIFY_SOCKET" t_notify
   test_case "server: an unknown database URL scheme is refused with exit 64" t_unknown_scheme
+  test_case "server: the SQLite database it creates is 0600 in a 0700 directory" t_database_modes
 }
 
 # MARK: rig

@@ -156,10 +156,16 @@ public final class StoreDatabase: Sendable {
             kind = .sqlite
             let url = URL(fileURLWithPath: path)
             do {
+                // The database holds password hashes, signing keys and customers: a directory
+                // it creates is 0700 and a new file 0600 (SQLite gives its -wal and -shm files
+                // the main file's mode), whatever the umask.
                 try FileManager.default.createDirectory(
                     at: url.deletingLastPathComponent(),
-                    withIntermediateDirectories: true
+                    withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700]
                 )
+                let created = open(url.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+                if created >= 0 { close(created) }
             } catch {
                 throw DatabaseError(
                     .invalidLocation,
