@@ -111,6 +111,12 @@ public func prepareDatabase(
         throw error
     } catch {
         await database.shutdown()
+        if let reason = PostgresFailure.reason(error) {
+            throw DatabaseError(
+                .unavailable,
+                "database '\(location)' could not be prepared: \(reason)"
+            )
+        }
         throw DatabaseError(
             .unavailable,
             "database '\(location)' could not be prepared",

@@ -464,6 +464,25 @@ PY
   grep -q "^request 0000000804d2162f" "$rig_state/no-tls.log" || fail "no SSLRequest was sent first"
   ! grep -q "^after [1-9]" "$rig_state/no-tls.log" || fail "store-server went on in plain text after the server declined TLS"
   ! grep -q "secret-password" <<<"$err" || fail "the error shows the password"
+  grep -q "does not offer TLS" <<<"$err" || fail "the error does not say the server offers no TLS: $err"
+}
+
+# A PostgreSQL failure says what is wrong, without the password.
+t_rig_postgres_errors() {
+  local url=postgres://shopfloor:rig-db-password@db.shopfloor.test case
+  for case in "wrong-password|postgres://shopfloor:not-the-password@db.shopfloor.test:5432/shopfloor|password for the URL's user is wrong" \
+    "no-database|$url:5432/nothere|no such database" \
+    "unreachable|$url:5439/shopfloor|cannot be reached"; do
+    IFS='|' read -r name database expected <<<"$case"
+    local status=0 err
+    # On app2's host as its service user, with the CA and hosts file the instances have.
+    err=$(rig on-as "$rig_state" app2 daemon env SHOPFLOOR_HOME="$rig_state/app2" \
+      SHOPFLOOR_DATABASE_URL="$database" timeout 30 "$bin/store-server" migrate 2>&1) || status=$?
+    echo "figure: $name: exit $status: ${err:0:220}"
+    ((status == 1)) || fail "$name: exit $status, not 1"
+    grep -q "$expected" <<<"$err" || fail "$name: the error does not say '$expected': $err"
+    ! grep -qE "not-the-password|rig-db-password" <<<"$err" || fail "$name: the error shows the password"
+  done
 }
 
 run_rig_tests() {
@@ -484,6 +503,7 @@ run_rig_tests() {
   test_case "rig: one instance killed mid-run, the flows continue through the other" t_rig_kill_instance
   test_case "rig: PostgreSQL restarted, both instances serve again within 5 s" t_rig_postgres_restart
   test_case "rig: PostgreSQL to another host requires TLS unless the URL says otherwise" t_rig_postgres_requires_tls
+  test_case "rig: PostgreSQL errors say what is wrong (password, database, unreachable), no secret" t_rig_postgres_errors
   if ((failed)) && [[ ${RIG_KEEP:-0} == 1 ]]; then
     cp -a "$rig_state" "${TMPDIR:-/tmp}/shopfloor-rig-kept.$$" 2>/dev/null &&
       echo "rig directory kept in ${TMPDIR:-/tmp}/shopfloor-rig-kept.$$"
