@@ -249,13 +249,15 @@ t_notify() {
   tail -1 "$dir/notify.log" | grep -q "STOPPING=1" || fail "no STOPPING=1 at the end"
   # A watchdog for another process (WATCHDOG_PID) is not ours to ping.
   : >"$dir/notify.log"
+  : >"$dir/listener.out"
   python3 "$repo/scripts/notify-listener.py" "$dir/notify" "$dir/notify.log" --lifetime 60 >"$dir/listener.out" &
   listener=$!
-  sleep 0.5
+  for _ in $(seq 1 100); do grep -q listening "$dir/listener.out" && break; sleep 0.05; done
   NOTIFY_SOCKET=$dir/notify WATCHDOG_USEC=1000000 WATCHDOG_PID=1 SHOPFLOOR_HOME=$dir "$bin/store-server" serve \
     --port 0 --password-cost 1000 --database "$dir/store.sqlite" >"$dir/out" 2>"$dir/err" </dev/null &
   server=$!
-  sleep 2
+  for _ in $(seq 1 600); do grep -q READY=1 "$dir/notify.log" && break; sleep 0.1; done
+  sleep 1.6
   kill -TERM $server
   wait $server || true
   kill -TERM $listener
