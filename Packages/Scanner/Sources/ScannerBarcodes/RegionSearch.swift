@@ -299,6 +299,26 @@ struct RegionSearch {
             work = rotated
             toGrey = toGrey.after(back)
         }
+        // The texture's angle is a mean over the region: digits, a PDF417's data columns or
+        // background drift it by 10-20°, and a long, short symbol tilted by 10° is crossed
+        // whole by no row. The bars' own angle (``RegionFinder/barAngle(_:)``) gives a second
+        // working image when it differs, for the stages marked `upright`.
+        var upright: (image: ImageBuffer, toGrey: PointTransform)?
+        if candidate.isLinear || candidate.symbology == .pdf417,
+            let measured = RegionFinder.barAngle(crop)
+        {
+            let used = candidate.isLinear && abs(candidate.angle) > 20 ? candidate.angle : 0
+            logger.debug(
+                "scanner bar angle",
+                metadata: ["texture": "\(Int(candidate.angle))", "bars": "\(measured)"]
+            )
+            if abs(measured - used) > 4, abs(abs(measured - used) - 180) > 4 {
+                let (rotated, back) = GreyOps.rotated(crop, degrees: -measured)
+                upright = (
+                    rotated, PointTransform.translation(Double(area.x), Double(area.y)).after(back)
+                )
+            }
+        }
         // Scaling up helps modules under about 2.5 px. The region's extent bounds them: a
         // 1D symbol spans 60-200 modules across its bars, a 2D one 10-150; a large region
         // has large modules (or is texture), and four times its pixels would be wasted.
@@ -344,12 +364,23 @@ struct RegionSearch {
             if fine || thorough {
                 stages.append(Stage("upscale x2", symbologies, harder, zbar: .rows, upscale2))
             }
+            // Out-of-focus bars and PDF417 rows: unsharp masking restores their edges.
+            stages.append(
+                Stage("sharpen", symbologies, harder, zbar: .rows) { g in
+                    (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
+                }
+            )
+            // The bars' measured angle, when the texture's was off: second after the first
+            // pass, which reads most symbols whatever their tilt.
+            var deskewed = Stage("upright harder", symbologies, harder, zbar: .rows, keep)
+            deskewed.upright = true
+            stages.insert(deskewed, at: 1)
+            if fine {
+                var uprightUp = Stage("upright upscale x2", symbologies, harder, zbar: .rows, upscale2)
+                uprightUp.upright = true
+                stages.append(uprightUp)
+            }
             if thorough {
-                stages.append(
-                    Stage("sharpen", symbologies, quick, zbar: .rows) { g in
-                        (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
-                    }
-                )
                 var global = quick
                 global.binarizer = .globalHistogram
                 stages.append(Stage("global histogram", symbologies, global, zbar: nil, keep))
@@ -376,6 +407,12 @@ struct RegionSearch {
             let all = options.symbologies
             let symbologies = all.filter { !$0.isLinear }
             stages.append(Stage("harder", all, first, zbar: nil, keep))
+            if candidate.symbology == .pdf417 {
+                // A located PDF417 at an angle: its rows turned along the image's rows.
+                var deskewed = Stage("upright harder", [.pdf417], harder, zbar: nil, keep)
+                deskewed.upright = true
+                stages.append(deskewed)
+            }
             var fixed = harder
             fixed.binarizer = .fixedThreshold
             // (The fixed threshold is cheap, and low-contrast 1D codes, whose bars blur into
@@ -446,8 +483,10 @@ struct RegionSearch {
                     )
                 )
             }
-            let (image, t) = stage.derive(work)
-            let transform = toGrey.after(t)
+            if stage.upright, upright == nil { continue }
+            let source = stage.upright ? upright! : (work, toGrey)
+            let (image, t) = stage.derive(source.0)
+            let transform = source.1.after(t)
             var found =
                 ZXingEngine.read(
                     image,
@@ -488,6 +527,8 @@ struct RegionSearch {
         /// zbar's scan lines when zbar runs after ZXing; nil: ZXing only.
         var zbar: ZBarEngine.ScanLines?
         var derive: Derivation
+        /// Runs on the region turned by the bars' measured angle (skipped when there is none).
+        var upright = false
 
         init(
             _ name: String,

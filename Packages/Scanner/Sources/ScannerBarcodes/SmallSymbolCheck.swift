@@ -46,7 +46,7 @@ enum SmallSymbolCheck {
             let codewords = n / 2 + 10
             let columns = max(1, min(30, (codewords / 3).squareRoot().rounded(.up)))
             modules = 17 * columns + 69
-        case .qrCode, .microQRCode, .dataMatrix, .aztec: return nil
+        case .qrCode, .microQRCode, .dataMatrix, .aztec, .maxiCode: return nil
         }
         return long / modules
     }
