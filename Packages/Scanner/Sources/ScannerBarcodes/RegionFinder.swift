@@ -340,3 +340,101 @@ extension RegionFinder {
         return best >= 90 ? best - 180 : (best < -90 ? best + 180 : best)
     }
 }
+
+extension RegionFinder {
+    /// `g` (upright bars: rows cross them) with everything left and right of the bars
+    /// painted in the symbol's light level, or nil when no run of bars stands out.
+    ///
+    /// A label cut close to its bars, or bars printed up to a label's edge on a textured
+    /// surface, has no quiet zone, and both decoders want one before the start pattern:
+    /// the symbol is plain to see and reads from a tight crop, not from the photo. Columns
+    /// score Σ(|dx| − |dy|) over the rows: bar edges run the whole column (|dx| high, |dy|
+    /// low), noise and texture score about zero either way.
+    static func withQuietZones(_ g: ImageBuffer) -> ImageBuffer? {
+        let w = g.width
+        let h = g.height
+        guard w >= 32, h >= 8 else { return nil }
+        var score = [Int](repeating: 0, count: w)
+        g.pixels.withUnsafeBufferPointer { p in
+            for y in 0..<(h - 1) {
+                let row = y * g.stride
+                for x in 0..<(w - 1) {
+                    let v = Int(p[row + x])
+                    score[x] += abs(Int(p[row + x + 1]) - v) - abs(Int(p[row + g.stride + x]) - v)
+                }
+            }
+        }
+        // Smoothed over about two wide bars, so the insides of bars and spaces do not split
+        // the run; the run around the strongest column, across gaps up to one window.
+        let r = max(8, w / 50)
+        var smooth = [Int](repeating: 0, count: w)
+        var sum = 0
+        for x in 0..<min(w, r) { sum += score[x] }
+        for x in 0..<w {
+            if x + r < w { sum += score[x + r] }
+            if x - r - 1 >= 0 { sum -= score[x - r - 1] }
+            smooth[x] = sum
+        }
+        guard let peak = smooth.indices.max(by: { smooth[$0] < smooth[$1] }), smooth[peak] > 0
+        else { return nil }
+        let threshold = smooth[peak] / 4
+        var start = peak
+        var end = peak
+        var gap = 0
+        var x = peak
+        while x > 0 {
+            x -= 1
+            if smooth[x] > threshold {
+                start = x
+                gap = 0
+            } else {
+                gap += 1
+                if gap > 2 * r { break }
+            }
+        }
+        gap = 0
+        x = peak
+        while x < w - 1 {
+            x += 1
+            if smooth[x] > threshold {
+                end = x
+                gap = 0
+            } else {
+                gap += 1
+                if gap > 2 * r { break }
+            }
+        }
+        // The first and last bar edges inside the run: columns whose own score is a third
+        // of the run's strong edges (the 90th percentile).
+        let run = score[start...end].sorted()
+        let strong = run[run.count * 9 / 10]
+        guard strong > 0 else { return nil }
+        guard let left = (start...end).first(where: { score[$0] * 3 > strong }),
+            let right = (start...end).last(where: { score[$0] * 3 > strong }), right - left >= 16
+        else { return nil }
+        // Nothing to paint: the bars reach both sides.
+        guard left > 1 || right < w - 2 else { return nil }
+        // The light level: the 90th percentile of the bars' columns.
+        var histogram = [Int](repeating: 0, count: 256)
+        for y in Swift.stride(from: 0, to: h, by: 2) {
+            for x in Swift.stride(from: left, through: right, by: 2) {
+                histogram[Int(g.pixels[y * g.stride + x])] += 1
+            }
+        }
+        let total = histogram.reduce(0, +)
+        var light = 255
+        var above = 0
+        while light > 0, above + histogram[light] < total / 10 {
+            above += histogram[light]
+            light -= 1
+        }
+        var out = [UInt8](repeating: UInt8(light), count: w * h)
+        // score[x] is the step from column x to x + 1: keep what lies between the steps.
+        let keepFrom = left + 1
+        let keepTo = right
+        for y in 0..<h {
+            for x in keepFrom...keepTo { out[y * w + x] = g.pixels[y * g.stride + x] }
+        }
+        return GreyOps.packed(width: w, height: h, out)
+    }
+}

@@ -346,6 +346,10 @@ struct RegionSearch {
         harder.tryInvert = false
         var quick = harder
         quick.tryHarder = false
+        // Scaled up, then ZXing's own downscaled pyramid of that: the resampled levels read
+        // low-contrast and bent PDF417 rows that neither size alone does.
+        var upscaled = harder
+        upscaled.tryDownscale = true
         if candidate.isLinear {
             let symbologies = barSymbologies
             guard !symbologies.isEmpty else { return ("none", []) }
@@ -375,10 +379,13 @@ struct RegionSearch {
             var deskewed = Stage("upright harder", symbologies, harder, zbar: .rows, keep)
             deskewed.upright = true
             stages.insert(deskewed, at: 1)
-            if fine {
-                var uprightUp = Stage("upright upscale x2", symbologies, harder, zbar: .rows, upscale2)
-                uprightUp.upright = true
-                stages.append(uprightUp)
+            // Bars up to a label's edge on a textured surface: quiet zones painted in.
+            if let zoned = RegionFinder.withQuietZones(upright?.image ?? work) {
+                var stage = Stage("quiet zones", symbologies, harder, zbar: .rows) { _ in
+                    (zoned, .identity)
+                }
+                stage.upright = upright != nil
+                stages.insert(stage, at: upright != nil ? 2 : 1)
             }
             if thorough {
                 var global = quick
@@ -418,8 +425,16 @@ struct RegionSearch {
             // (The fixed threshold is cheap, and low-contrast 1D codes, whose bars blur into
             // their digits, end up here: it asks for everything too.)
             stages.append(Stage("fixed threshold", all, fixed, zbar: nil, keep))
+            if candidate.symbology == .pdf417 {
+                // Out-of-focus PDF417 rows: unsharp masking restores their edges.
+                stages.append(
+                    Stage("sharpen", [.pdf417], harder, zbar: nil) { g in
+                        (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
+                    }
+                )
+            }
             if fine || thorough {
-                stages.append(Stage("upscale x2", symbologies, harder, zbar: nil, upscale2))
+                stages.append(Stage("upscale x2", symbologies, upscaled, zbar: nil, upscale2))
             }
             // Noise, print dots and photo-textured modules: a light blur joins them (zbar's
             // QR reader, which binarizes its own way, reads some that ZXing does not; it
