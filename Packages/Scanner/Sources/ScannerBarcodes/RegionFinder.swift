@@ -276,8 +276,8 @@ extension RegionFinder {
     /// symbol that is long and short a row crossing all its bars) are measured too.
     static func barAngle(_ g: ImageBuffer) -> Double? {
         guard g.width >= 16, g.height >= 16 else { return nil }
-        // About 12,000 samples, whatever the region's size.
-        let step = max(1, Int((Double(g.width * g.height) / 12_000).squareRoot()))
+        // About 8,000 samples, whatever the region's size.
+        let step = max(1, Int((Double(g.width * g.height) / 8_000).squareRoot()))
         var xs: [Float] = []
         var ys: [Float] = []
         var vs: [Float] = []
@@ -322,7 +322,7 @@ extension RegionFinder {
         }
         var best = 0.0
         var bestScore = -Float.infinity
-        for degrees in Swift.stride(from: -90.0, to: 90.0, by: 3) {
+        for degrees in Swift.stride(from: -90.0, to: 90.0, by: 4) {
             let s = score(degrees)
             if s > bestScore {
                 bestScore = s
@@ -330,7 +330,7 @@ extension RegionFinder {
             }
         }
         let coarse = best
-        for degrees in Swift.stride(from: coarse - 2.5, through: coarse + 2.5, by: 0.5) {
+        for degrees in Swift.stride(from: coarse - 3, through: coarse + 3, by: 0.5) {
             let s = score(degrees)
             if s > bestScore {
                 bestScore = s

@@ -160,7 +160,7 @@ struct RegionSearch {
         for (name, symbologies, pass, derive) in [fixed] + variants {
             guard !symbologies.isEmpty else { continue }
             let started = ContinuousClock.now
-            let (image, t) = derive(grey)
+            guard let (image, t) = derive(grey) else { continue }
             var found =
                 ZXingEngine.read(
                     image,
@@ -302,22 +302,26 @@ struct RegionSearch {
         // The texture's angle is a mean over the region: digits, a PDF417's data columns or
         // background drift it by 10-20°, and a long, short symbol tilted by 10° is crossed
         // whole by no row. The bars' own angle (``RegionFinder/barAngle(_:)``) gives a second
-        // working image when it differs, for the stages marked `upright`.
-        var upright: (image: ImageBuffer, toGrey: PointTransform)?
-        if candidate.isLinear || candidate.symbology == .pdf417,
-            let measured = RegionFinder.barAngle(crop)
-        {
+        // working image when it differs, for the stages reading `.upright`; measured when
+        // the first such stage is reached.
+        let measures = candidate.isLinear || candidate.symbology == .pdf417
+        var uprightMeasured = false
+        var uprightImage: (ImageBuffer, PointTransform)?
+        func upright() -> (ImageBuffer, PointTransform)? {
+            if uprightMeasured { return uprightImage }
+            uprightMeasured = true
+            guard measures, let measured = RegionFinder.barAngle(crop) else { return nil }
             let used = candidate.isLinear && abs(candidate.angle) > 20 ? candidate.angle : 0
             logger.debug(
                 "scanner bar angle",
                 metadata: ["texture": "\(Int(candidate.angle))", "bars": "\(measured)"]
             )
-            if abs(measured - used) > 4, abs(abs(measured - used) - 180) > 4 {
-                let (rotated, back) = GreyOps.rotated(crop, degrees: -measured)
-                upright = (
-                    rotated, PointTransform.translation(Double(area.x), Double(area.y)).after(back)
-                )
-            }
+            guard abs(measured - used) > 4, abs(abs(measured - used) - 180) > 4 else { return nil }
+            let (rotated, back) = GreyOps.rotated(crop, degrees: -measured)
+            uprightImage = (
+                rotated, PointTransform.translation(Double(area.x), Double(area.y)).after(back)
+            )
+            return uprightImage
         }
         // Scaling up helps modules under about 2.5 px. The region's extent bounds them: a
         // 1D symbol spans 60-200 modules across its bars, a 2D one 10-150; a large region
@@ -346,10 +350,6 @@ struct RegionSearch {
         harder.tryInvert = false
         var quick = harder
         quick.tryHarder = false
-        // Scaled up, then ZXing's own downscaled pyramid of that: the resampled levels read
-        // low-contrast and bent PDF417 rows that neither size alone does.
-        var upscaled = harder
-        upscaled.tryDownscale = true
         if candidate.isLinear {
             let symbologies = barSymbologies
             guard !symbologies.isEmpty else { return ("none", []) }
@@ -369,24 +369,23 @@ struct RegionSearch {
                 stages.append(Stage("upscale x2", symbologies, harder, zbar: .rows, upscale2))
             }
             // Out-of-focus bars and PDF417 rows: unsharp masking restores their edges.
-            stages.append(
-                Stage("sharpen", symbologies, harder, zbar: .rows) { g in
-                    (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
-                }
-            )
+            if thorough {
+                stages.append(
+                    Stage("sharpen", symbologies, harder, zbar: .rows) { g in
+                        (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
+                    }
+                )
+            }
             // The bars' measured angle, when the texture's was off: second after the first
             // pass, which reads most symbols whatever their tilt.
             var deskewed = Stage("upright harder", symbologies, harder, zbar: .rows, keep)
-            deskewed.upright = true
-            stages.insert(deskewed, at: 1)
+            deskewed.source = .upright
             // Bars up to a label's edge on a textured surface: quiet zones painted in.
-            if let zoned = RegionFinder.withQuietZones(upright?.image ?? work) {
-                var stage = Stage("quiet zones", symbologies, harder, zbar: .rows) { _ in
-                    (zoned, .identity)
-                }
-                stage.upright = upright != nil
-                stages.insert(stage, at: upright != nil ? 2 : 1)
+            var zoned = Stage("quiet zones", symbologies, harder, zbar: .rows) { g in
+                RegionFinder.withQuietZones(g).map { ($0, .identity) }
             }
+            zoned.source = .uprightOrWork
+            stages.insert(contentsOf: [deskewed, zoned], at: 1)
             if thorough {
                 var global = quick
                 global.binarizer = .globalHistogram
@@ -417,7 +416,7 @@ struct RegionSearch {
             if candidate.symbology == .pdf417 {
                 // A located PDF417 at an angle: its rows turned along the image's rows.
                 var deskewed = Stage("upright harder", [.pdf417], harder, zbar: nil, keep)
-                deskewed.upright = true
+                deskewed.source = .upright
                 stages.append(deskewed)
             }
             var fixed = harder
@@ -434,7 +433,7 @@ struct RegionSearch {
                 )
             }
             if fine || thorough {
-                stages.append(Stage("upscale x2", symbologies, upscaled, zbar: nil, upscale2))
+                stages.append(Stage("upscale x2", symbologies, harder, zbar: nil, upscale2))
             }
             // Noise, print dots and photo-textured modules: a light blur joins them (zbar's
             // QR reader, which binarizes its own way, reads some that ZXing does not; it
@@ -498,9 +497,15 @@ struct RegionSearch {
                     )
                 )
             }
-            if stage.upright, upright == nil { continue }
-            let source = stage.upright ? upright! : (work, toGrey)
-            let (image, t) = stage.derive(source.0)
+            let source: (ImageBuffer, PointTransform)
+            switch stage.source {
+            case .work: source = (work, toGrey)
+            case .upright:
+                guard let turned = upright() else { continue }
+                source = turned
+            case .uprightOrWork: source = upright() ?? (work, toGrey)
+            }
+            guard let (image, t) = stage.derive(source.0) else { continue }
             let transform = source.1.after(t)
             var found =
                 ZXingEngine.read(
@@ -531,7 +536,8 @@ struct RegionSearch {
         return (last, [])
     }
 
-    typealias Derivation = @Sendable (ImageBuffer) -> (ImageBuffer, PointTransform)
+    /// A derived image and the way back to its source's coordinates; nil skips the stage.
+    typealias Derivation = @Sendable (ImageBuffer) -> (ImageBuffer, PointTransform)?
 
     /// One variant: derive an image from the region, read it with ZXing, then with zbar
     /// when ZXing finds nothing (1D only: zbar's QR reader adds nothing ZXing misses).
@@ -542,8 +548,17 @@ struct RegionSearch {
         /// zbar's scan lines when zbar runs after ZXing; nil: ZXing only.
         var zbar: ZBarEngine.ScanLines?
         var derive: Derivation
-        /// Runs on the region turned by the bars' measured angle (skipped when there is none).
-        var upright = false
+        /// Which image the stage derives from.
+        var source = Source.work
+
+        enum Source {
+            /// The working image (the region, turned upright by the texture's angle).
+            case work
+            /// The region turned by the bars' measured angle; skipped when that is no other.
+            case upright
+            /// That when there is one, else the working image.
+            case uprightOrWork
+        }
 
         init(
             _ name: String,

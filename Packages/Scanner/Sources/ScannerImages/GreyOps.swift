@@ -351,7 +351,7 @@ extension GreyOps {
     /// `columnsToo`), in pixels: about 1.5-2 × the module size of a symbol, larger for coarse
     /// texture. A run ends where the pixel crosses the row's mean by more than a small margin
     /// (noise does not split runs).
-    static func meanRun(_ g: ImageBuffer, columnsToo: Bool) -> Double {
+    package static func meanRun(_ g: ImageBuffer, columnsToo: Bool) -> Double {
         var runs = 0
         var length = 0
         func scan(count: Int, _ pixel: (Int) -> Int) {
