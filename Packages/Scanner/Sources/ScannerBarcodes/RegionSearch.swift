@@ -128,9 +128,46 @@ struct RegionSearch {
                 claimed.append(area)
             }
         }
+        if merger.isEmpty, max(grey.width, grey.height) <= 160 {
+            smallImage(into: &merger)
+        }
         if options.effort == .thorough, merger.isEmpty {
             wholeImage(into: &merger)
         }
+    }
+
+    /// An image of a few dozen pixels is a cropped symbol (too few tiles for the region
+    /// search): ZXing's pure-symbol reader for 2D symbols, then the image framed in white
+    /// and doubled. Cropped tight, a turned copy of a symbol the first pass reads upright
+    /// can lose its finder patterns' contrast against the frame.
+    private mutating func smallImage(into merger: inout Merger) {
+        let started = ContinuousClock.now
+        var pure = zxingPass()
+        pure.isPure = true
+        var found =
+            ZXingEngine.read(
+                grey,
+                symbologies: options.symbologies.filter { !$0.isLinear },
+                pass: pure,
+                maximumSymbols: options.maximumSymbols,
+                transform: .identity
+            ) ?? []
+        if found.isEmpty {
+            let border = max(4, max(grey.width, grey.height) / 8)
+            let framed = GreyOps.framed(grey, border: border)
+            let (doubled, back) = GreyOps.scaled(framed, by: 2)
+            found =
+                ZXingEngine.read(
+                    doubled,
+                    symbologies: options.symbologies,
+                    pass: zxingPass(),
+                    maximumSymbols: options.maximumSymbols,
+                    transform: PointTransform.translation(-Double(border), -Double(border))
+                        .after(back)
+                ) ?? []
+        }
+        add(found, to: &merger)
+        logger.debug("scanner pass", metadata: Self.metadata("small image", found.count, started))
     }
 
     /// Thorough effort, when the regions gave nothing: the whole image through the variants

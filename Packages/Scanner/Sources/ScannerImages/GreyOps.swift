@@ -326,6 +326,19 @@ package enum GreyOps {
         return histogram
     }
 
+    /// `g` inside a frame of `border` white pixels on every side.
+    package static func framed(_ g: ImageBuffer, border: Int) -> ImageBuffer {
+        let w = g.width + 2 * border
+        let h = g.height + 2 * border
+        var out = [UInt8](repeating: 255, count: w * h)
+        for y in 0..<g.height {
+            for x in 0..<g.width {
+                out[(y + border) * w + x + border] = g.pixels[y * g.stride + x]
+            }
+        }
+        return packed(width: w, height: h, out)
+    }
+
     /// A packed grey image (stride = width) of `pixels`.
     package static func packed(width: Int, height: Int, _ pixels: [UInt8]) -> ImageBuffer {
         ImageBuffer(
