@@ -31,7 +31,7 @@ package struct PointTransform: Sendable {
     package static func translation(_ x: Double, _ y: Double) -> PointTransform {
         PointTransform(tx: x, ty: y)
     }
-    static func scale(_ s: Double) -> PointTransform { PointTransform(a: s, d: s) }
+    package static func scale(_ s: Double) -> PointTransform { PointTransform(a: s, d: s) }
 }
 
 /// Grey-image derivations for the fallback passes. Each returns a new packed grey image and
