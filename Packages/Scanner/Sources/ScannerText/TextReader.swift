@@ -189,7 +189,6 @@ public struct TextReader: Sendable {
             }
             return best
         }
-        }
         let lines = chosen.0.lines.map { Self.mapped($0, chosen.1.transform) }
         let deskew = chosen.1.deskew
         let minimum = options.minimumTextHeight
