@@ -274,7 +274,11 @@ extension RegionFinder {
     /// when digits, a PDF417's data columns or background share it; the projection is
     /// sharp only when the bars line up with it, so small residual tilts (which cost a
     /// symbol that is long and short a row crossing all its bars) are measured too.
-    static func barAngle(_ g: ImageBuffer) -> Double? {
+    ///
+    /// With `estimate` (the texture's angle), only angles within 35° of it are tried: a
+    /// long, short symbol on a light ground also projects sharply across its length (the
+    /// dark band against the ground), 90° away from its bars.
+    static func barAngle(_ g: ImageBuffer, near estimate: Double? = nil) -> Double? {
         guard g.width >= 16, g.height >= 16 else { return nil }
         // About 8,000 samples, whatever the region's size.
         let step = max(1, Int((Double(g.width * g.height) / 8_000).squareRoot()))
@@ -283,12 +287,15 @@ extension RegionFinder {
         var vs: [Float] = []
         let cx = Float(g.width) / 2
         let cy = Float(g.height) / 2
+        // High-passed (minus a 9×9 mean): the ground and the symbol's dark band project to
+        // nothing, so bars a few dozen pixels long in a wide picture still stand out.
+        let smooth = GreyOps.boxBlurred(g, radius: 4)
         g.pixels.withUnsafeBufferPointer { p in
             for y in Swift.stride(from: 0, to: g.height, by: step) {
                 for x in Swift.stride(from: 0, to: g.width, by: step) {
                     xs.append(Float(x) - cx)
                     ys.append(Float(y) - cy)
-                    vs.append(Float(p[y * g.stride + x]))
+                    vs.append(Float(p[y * g.stride + x]) - Float(smooth.pixels[y * g.width + x]))
                 }
             }
         }
@@ -322,7 +329,8 @@ extension RegionFinder {
         }
         var best = 0.0
         var bestScore = -Float.infinity
-        for degrees in Swift.stride(from: -90.0, to: 90.0, by: 4) {
+        let range = estimate.map { ($0 - 35, $0 + 35) } ?? (-90.0, 90.0)
+        for degrees in Swift.stride(from: range.0, to: range.1, by: 4) {
             let s = score(degrees)
             if s > bestScore {
                 bestScore = s
@@ -337,7 +345,11 @@ extension RegionFinder {
                 best = degrees
             }
         }
-        return best >= 90 ? best - 180 : (best < -90 ? best + 180 : best)
+        // Back into [-90, 90): a window near ±90 reaches past it.
+        var angle = best
+        while angle >= 90 { angle -= 180 }
+        while angle < -90 { angle += 180 }
+        return angle
     }
 }
 

@@ -341,13 +341,19 @@ struct RegionSearch {
         // whole by no row. The bars' own angle (``RegionFinder/barAngle(_:)``) gives a second
         // working image when it differs, for the stages reading `.upright`; measured when
         // the first such stage is reached.
-        let measures = candidate.isLinear || candidate.symbology == .pdf417
+        // Linear regions, located PDF417s, and 2D regions whose texture leans one way (a
+        // PDF417 at an angle measures 0.2-0.3; QR codes and DataMatrix below 0.2).
+        let measures =
+            candidate.isLinear || candidate.symbology == .pdf417 || candidate.coherence >= 0.2
         var uprightMeasured = false
         var uprightImage: (ImageBuffer, PointTransform)?
         func upright() -> (ImageBuffer, PointTransform)? {
             if uprightMeasured { return uprightImage }
             uprightMeasured = true
-            guard measures, let measured = RegionFinder.barAngle(crop) else { return nil }
+            guard measures,
+                let measured = RegionFinder.barAngle(
+                    crop, near: candidate.isLinear ? candidate.angle : nil)
+            else { return nil }
             let used = candidate.isLinear && abs(candidate.angle) > 20 ? candidate.angle : 0
             logger.debug(
                 "scanner bar angle",
@@ -450,8 +456,8 @@ struct RegionSearch {
             let all = options.symbologies
             let symbologies = all.filter { !$0.isLinear }
             stages.append(Stage("harder", all, first, zbar: nil, keep))
-            if candidate.symbology == .pdf417 {
-                // A located PDF417 at an angle: its rows turned along the image's rows.
+            if symbologies.contains(.pdf417), candidate.symbology == .pdf417 || measures {
+                // A PDF417 at an angle: its rows turned along the image's rows.
                 var deskewed = Stage("upright harder", [.pdf417], harder, zbar: nil, keep)
                 deskewed.source = .upright
                 stages.append(deskewed)
