@@ -330,10 +330,11 @@ package.targets += [
     ),
     .testTarget(
         name: "ScannerTests",
-        // The umbrella, and the two targets whose internals the OCR and small-symbol tests see.
+        // The umbrella, and the targets whose internals the OCR and small-symbol tests see.
         dependencies: [
             .product(name: "Scanner", package: "Scanner"),
             .product(name: "ScannerBarcodes", package: "Scanner"),
+            .product(name: "ScannerImages", package: "Scanner"),
             .product(name: "ScannerText", package: "Scanner"),
         ],
         path: "Packages/Scanner/Tests/ScannerTests",

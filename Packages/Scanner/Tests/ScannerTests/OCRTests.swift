@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Scanner
+@testable import ScannerImages
 @testable import ScannerText
 
 /// Labels rendered at test time with ImageMagick (`convert label:`), in several fonts,
