@@ -23,6 +23,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(path: "../Plumbing"),
+        // The tests' child processes (swift-subprocess): a test dependency only.
+        .package(path: "../ChildProcesses"),
     ],
     targets: [
         .target(
@@ -40,7 +42,14 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageCacheTests",
-            dependencies: ["ImageCache", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "ImageCache",
+                // Started as second processes by the multi-process tests.
+                "ImageCacheStressTool",
+                .product(name: "ChildProcesses", package: "ChildProcesses"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Plumbing", package: "Plumbing"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]
