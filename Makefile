@@ -36,7 +36,7 @@ export OMP_THREAD_LIMIT ?= 1
 FORMAT_PATHS := Package.swift Apps Sources Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks Benchmarks/Tools \
   $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
 
-.PHONY: help deps build test test-run check test-packages stress fuzz demo bench bench-thresholds bench-network format release clean
+.PHONY: help deps build test test-run check test-packages stress fuzz demo bench bench-thresholds bench-network format release install uninstall clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 15
@@ -71,8 +71,10 @@ test-run: ## the test phase of make test on what is built: every suite in one pr
 	  echo "==> swift test: $$t, in a process of its own"; \
 	  $(SWIFT) test --skip-build --disable-xctest --filter "^$$t\." || failed+=("$$t"); \
 	done; \
+	echo "==> Tests/Rig/run.sh: make install's files, the unit, libcurl, and the namespace rig (https, HAProxy, PostgreSQL)"; \
+	bash Tests/Rig/run.sh "$$($(SWIFT) build --show-bin-path)" || failed+=("deployment (Tests/Rig)"); \
 	if (( $${#failed[@]} )); then echo "error: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
-	echo "all test suites passed"
+	echo "all test suites passed, the deployment tests too"
 
 check: ## quick local loop: the build with its tests, then the fast unit suites (CHECK_TESTS: no PostgreSQL, no app or server processes, no shaped links, no OCR)
 	@python3 scripts/check-test-mirror.py
@@ -117,6 +119,20 @@ format: ## format all Swift sources with swift-format and .swift-format
 	$(SWIFT) format --in-place --recursive --configuration .swift-format $(FORMAT_PATHS)
 
 release: build ## the same as build: the apps as they ship (Swift runtime linked statically)
+
+# Where `make install` puts the apps; DESTDIR stages them for a package (`make install
+# DESTDIR=/tmp/stage`). The unit and the sample environment file name BINDIR and SYSCONFDIR.
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DESTDIR ?=
+INSTALL_ENV = PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)" UNITDIR="$(UNITDIR)" DESTDIR="$(DESTDIR)"
+
+install: build ## the apps stripped, with man pages, bash/zsh/fish completions, the store-server unit and sample configuration (PREFIX, DESTDIR)
+	@$(INSTALL_ENV) scripts/install.sh install "$(BIN_PATH)"
+
+uninstall: ## remove what `make install` put in place (same PREFIX, DESTDIR)
+	@$(INSTALL_ENV) scripts/install.sh uninstall
 
 clean: ## remove build products
 	rm -rf .build .build-* Benchmarks/.build $(foreach p,$(PACKAGES),Packages/$(p)/.build) .deps

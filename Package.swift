@@ -167,10 +167,14 @@ let package = Package(
             path: "Apps/catalog",
             swiftSettings: swiftSettings
         ),
+        // store-server's OpenAPI document compiled into the binary (C23 #embed of
+        // Sources/StoreServer/openapi.yaml): an installed binary has no resource bundle.
+        .target(name: "COpenAPIDocument", path: "Sources/COpenAPIDocument"),
         // The store server as a library: routes, persistence, migrations, demo data, admin.
         .target(
             name: "StoreServer",
             dependencies: [
+                "COpenAPIDocument",
                 .product(name: "Models", package: "Models"),
                 .product(name: "PNG", package: "PNG"),
                 .product(name: "Auth", package: "Auth"),
@@ -183,7 +187,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Sources/StoreServer",
-            resources: [.copy("openapi.yaml")],
+            exclude: ["openapi.yaml"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -191,8 +195,11 @@ let package = Package(
             dependencies: [
                 "CommandSupport",
                 "StoreServer",
+                .product(name: "Models", package: "Models"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Apps/store-server",
             swiftSettings: swiftSettings
@@ -204,6 +211,8 @@ let package = Package(
                 "StoreServer",
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 // Built for the cross-process refresh test (a second client process).
                 .product(name: "AuthPeer", package: "Auth"),
                 .product(name: "ChildProcesses", package: "ChildProcesses"),

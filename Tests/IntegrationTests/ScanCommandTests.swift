@@ -1,6 +1,7 @@
 import ChildProcesses
 import CommandSupport
 import Foundation
+import Models
 import Scanner
 import Testing
 

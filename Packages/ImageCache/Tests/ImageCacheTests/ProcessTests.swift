@@ -1,5 +1,6 @@
 import ChildProcesses
 import Foundation
+import Plumbing
 import Logging
 import Plumbing
 import Testing
