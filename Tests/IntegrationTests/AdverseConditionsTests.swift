@@ -291,7 +291,7 @@ struct AdverseNetworkTests {
         }
         let port = own.server.port
         await own.server.stop()
-        let blackHole = try BlackHole(port: port)
+        let blackHole = try await BlackHole(port: port)
         defer { blackHole.close() }
 
         // (arguments, stdin, the exit codes that are right: 0 with kept data, else 6)

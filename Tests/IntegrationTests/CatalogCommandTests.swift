@@ -720,7 +720,7 @@ struct CatalogCommandTests {
         )
         let port = server.port
         await server.stop()
-        let blackHole = try BlackHole(port: port)
+        let blackHole = try await BlackHole(port: port)
         defer { blackHole.close() }
 
         let copy = directory.appendingPathComponent("copy.png")

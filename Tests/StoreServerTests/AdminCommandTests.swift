@@ -127,19 +127,19 @@ struct AdminCommandTests {
     )
     func config(kind: DatabaseKind) async throws {
         let db = Self.database(try await TestDatabases.make(kind))
-        func show() throws -> [String: Any] {
+        func show() async throws -> [String: Any] {
             let run = try await Self.run(["config", "show"] + db)
             #expect(run.status == 0)
             return try #require(
                 try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
             )
         }
-        let before = try #require(show()["configVersion"] as? String)
+        let before = try #require(await show()["configVersion"] as? String)
         let set = try await Self.run(
             ["config", "set-flag", "checkInEnabled", "false", "--market", "DE"] + db
         )
         #expect(set.status == 0, "\(set.stderr)")
-        let shown = try show()
+        let shown = try await show()
         let after = try #require(shown["configVersion"] as? String)
         #expect(try SemanticVersion(parsing: after) > SemanticVersion(parsing: before))
         let flags = try #require(shown["featureFlags"] as? [String: Any])
@@ -170,7 +170,7 @@ struct AdminCommandTests {
             try await Self.run(["config", "set-minimum-version", "catalog", "two"] + db).status
                 == 64
         )
-        #expect(((try show()["minimumClientVersions"]) as? [String: String])?["catalog"] == "2.0.0")
+        #expect(((try await show()["minimumClientVersions"]) as? [String: String])?["catalog"] == "2.0.0")
 
         let directory = try TestDatabases.temporaryDirectory("config")
         let file = directory.appendingPathComponent("config.json")
@@ -195,7 +195,7 @@ struct AdminCommandTests {
         try JSONSerialization.data(withJSONObject: object).write(to: file)
         let imported = try await Self.run(["config", "import", file.path] + db)
         #expect(imported.status == 0, "\(imported.stderr)")
-        let reimported = try show()
+        let reimported = try await show()
         #expect(reimported["configVersion"] as? String == "9.0.0")
         #expect(((reimported["minimumClientVersions"]) as? [String: String])?["catalog"] == "2.0.0")
     }

@@ -55,7 +55,7 @@ public final class ChildProcess: Sendable {
     }
 
     /// The child's process id (valid while ``isRunning``).
-    public let processIdentifier: pid_t
+    public let processIdentifier: Int32
     /// The executable's file name, for messages.
     public let name: String
 
