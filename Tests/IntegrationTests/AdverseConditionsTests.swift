@@ -261,7 +261,7 @@ struct AdverseNetworkTests {
         let direct = try Workstation()
         defer { direct.remove() }
         try await direct.login(own.server)
-        let after = try await decode(
+        let after = try decode(
             ReservationDetail.self,
             try await direct.run(["show", found.id.uuidString, "--json"])
         )
@@ -531,7 +531,7 @@ struct StoppedAndInterruptedTests {
         let direct = try Workstation()
         defer { direct.remove() }
         try await direct.login(own.server)
-        let now = try await decode(
+        let now = try decode(
             ReservationDetail.self,
             try await direct.run(["show", found.id.uuidString, "--json"])
         )

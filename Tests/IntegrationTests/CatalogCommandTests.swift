@@ -513,7 +513,7 @@ struct CatalogCommandTests {
             )
             bytes += try Data(contentsOf: file).count
         }
-        let full = try await JSONDecoder().decode(
+        let full = try JSONDecoder().decode(
             CacheReport.self,
             from: Data(try await station.catalog(["cache", "stats", "--json"]).stdout.utf8)
         )
@@ -525,7 +525,7 @@ struct CatalogCommandTests {
         let clear = try await station.catalog(["cache", "clear"])
         #expect(clear.status == 0, "\(clear.stderr)")
         #expect(clear.stderr.contains("removed \(products.count) images"))
-        let after = try await JSONDecoder().decode(
+        let after = try JSONDecoder().decode(
             CacheReport.self,
             from: Data(try await station.catalog(["cache", "stats", "--json"]).stdout.utf8)
         )

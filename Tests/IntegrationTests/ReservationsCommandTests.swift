@@ -225,7 +225,7 @@ struct ReservationsCommandTests {
         #expect(byIDAgain.status == 0)
         #expect(byIDAgain.stderr.contains("already checked in"))
 
-        let final = try await decode(
+        let final = try decode(
             ReservationDetail.self,
             try await station.run(["show", code, "--json"])
         )
@@ -258,7 +258,7 @@ struct ReservationsCommandTests {
         let byID = try await station.run(["check-in", perth.id.uuidString])
         #expect(byID.status == 1)
         #expect(byID.stderr.contains("checkInEnabled"))
-        let after = try await decode(
+        let after = try decode(
             ReservationDetail.self,
             try await station.run(["show", perth.id.uuidString, "--json"])
         )
@@ -395,7 +395,7 @@ struct ReservationsCommandTests {
         #expect(stale.status == 1)
         #expect(stale.stderr.contains("changed by someone else"))
         #expect(stale.stderr.contains("version \(found.reservation.version)"))
-        let final = try await decode(
+        let final = try decode(
             ReservationDetail.self,
             try await station.run(["show", code, "--json"])
         )

@@ -125,9 +125,17 @@ public final class ChildProcess: Sendable {
             feed = stream
             feeder = continuation
         }
+        // By key and value: swift-subprocess's raw-bytes form wants each entry terminated.
         let environmentValue: Environment =
-            environment.map { .custom($0.map { Array("\($0.key)=\($0.value)".utf8) }) }
-            ?? .inherit
+            environment.map { variables in
+                .custom(
+                    Dictionary(
+                        uniqueKeysWithValues: variables.compactMap { key, value in
+                            Environment.Key(rawValue: key).map { ($0, value) }
+                        }
+                    )
+                )
+            } ?? .inherit
         let configuration = Configuration(
             executable: .path(FilePath(executable.path)),
             arguments: Arguments(arguments),
