@@ -126,7 +126,7 @@ PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 DESTDIR ?=
-INSTALL_ENV = PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)" UNITDIR="$(UNITDIR)" DESTDIR="$(DESTDIR)"
+INSTALL_ENV = PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)" UNITDIR="$(UNITDIR)" DESTDIR="$(DESTDIR)" APPS="$(APPS)"
 
 install: build ## the apps stripped, with man pages, bash/zsh/fish completions, the store-server unit and sample configuration (PREFIX, DESTDIR)
 	@$(INSTALL_ENV) scripts/install.sh install "$(BIN_PATH)"

@@ -13,14 +13,27 @@ describe itself.
 """
 
 import json
+import re
 import subprocess
 import sys
 import argparse
 
 
+def breakable(word):
+    """A long word (a comma-separated list, a path) may break after , / or |."""
+    if len(word) <= 40:
+        return word
+    for mark in ",/|":
+        word = word.replace(mark, mark + "\\:")
+    return word
+
+
 def escape(text):
     """Escapes text for roff: backslashes, and a leading dot or quote on any line."""
     text = text.replace("\\", "\\e").replace("-", "\\-")
+    text = re.sub(r"\S{41,}", lambda match: breakable(match.group(0)), text)
+    # Plain ASCII input: groff without preconv reads bytes, so other characters are named.
+    text = "".join(c if ord(c) < 128 else "\\[u%04X]" % ord(c) for c in text)
     lines = []
     for line in text.split("\n"):
         if line.startswith((".", "'")):

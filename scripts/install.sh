@@ -28,7 +28,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 
-APPS=(scan suite-defaults reservations catalog store-server)
+# The Makefile's APPS (one list for build and install), else the five apps.
+read -r -a APPS <<<"${APPS:-scan suite-defaults reservations catalog store-server}"
 PREFIX=${PREFIX:-/usr/local}
 DESTDIR=${DESTDIR:-}
 SYSCONFDIR=${SYSCONFDIR:-/etc}

@@ -7,7 +7,9 @@
 #                      the load balancer or, with --server-tls, straight to app1
 #   lb   10.204.0.2    HAProxy (Debian), TLS 1.2+ terminated with the rig's private CA,
 #                      round robin over app1 and app2, health-checked on GET /health
-#   app1 10.204.0.21   store-server on PostgreSQL (port 8080)
+#   app1 10.204.0.21   store-server on PostgreSQL (port 8080; no sslmode in its URL: TLS is
+#                      the default to a non-loopback host), with a notify socket
+#                      (STATE/app1.notify, messages in STATE/app1.notify.log) and a 2 s watchdog
 #   app2 10.204.0.22   store-server on PostgreSQL (port 8080)
 #   db   10.204.0.30   PostgreSQL (Debian), TLS only, scram-sha-256 password
 # joined by a bridge in a sixth namespace (the switch), so the host's own network is untouched.
@@ -264,10 +266,21 @@ start_app() {
     args+=(--tls-certificate "$state/pki/$host.crt" --tls-key "$state/pki/$host.key")
   fi
   : >"$state/$host.out"
+  # systemd's side of the notify protocol, as the unit (Type=notify, WatchdogSec=2s) has it.
+  stop_pidfile "$state/$host-notify.pid" TERM
+  : >"$state/$host.notify.log"
+  setsid /usr/bin/python3 "$here/notify-listener.py" "$state/$host.notify" "$state/$host.notify.log" \
+    </dev/null >"$state/$host-notify.out" 2>&1 &
+  echo $! >"$state/$host-notify.pid"
+  for _ in $(seq 1 100); do
+    grep -q "listening on" "$state/$host-notify.out" && break
+    sleep 0.05
+  done
   # The database URL (with its password) in the environment, as the unit's
   # EnvironmentFile gives it: never on a command line that `ps` shows.
   setsid env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin SHOPFLOOR_HOME="$home" HOME="$home" RIG_EXEC=1 \
-    SHOPFLOOR_DATABASE_URL="postgres://shopfloor:$db_password@db.shopfloor.test:5432/shopfloor?sslmode=require" \
+    SHOPFLOOR_DATABASE_URL="postgres://shopfloor:$db_password@db.shopfloor.test:5432/shopfloor" \
+    NOTIFY_SOCKET="$state/$host.notify" WATCHDOG_USEC=2000000 \
     "$0" on-as "$state" "$host" "$app_user" "$bin/store-server" "${args[@]}" \
     </dev/null >"$state/$host.out" 2>"$state/$host.log" &
   echo $! >"$state/$host.pid"
@@ -396,7 +409,7 @@ cmd_down() {
   state=${1:?usage: rig.sh down STATE}
   [[ -f $state/rig.env ]] || return 0
   load "$state"
-  for name in lb app1 app2; do stop_pidfile "$state/$name.pid" TERM; done
+  for name in lb app1 app2 app1-notify app2-notify; do stop_pidfile "$state/$name.pid" TERM; done
   [[ -d $state/pg/data ]] && stop_db
   # Anything still running in the rig's namespaces was started by the rig: by pid.
   local h pids
@@ -450,7 +463,7 @@ cmd_relay() {
   shift 3
   [[ $target == app1 ]] && port=8443
   write_hosts wan
-  RIG_EXEC=1 in_host wan nobody python3 "$repo/Benchmarks/network/delay_relay.py" \
+  RIG_EXEC=1 in_host wan nobody /usr/bin/python3 "$repo/Benchmarks/network/delay_relay.py" \
     --listen "${ip[wan]}:443" --to "${ip[$target]}:$port" --delay-ms "$delay" --lifetime 7200 "$@"
 }
 

@@ -63,6 +63,7 @@ struct Serve: AsyncParsableCommand {
         configuration.databaseConnections = databaseConnections
         configuration.drainTimeout = .seconds(drainTimeout)
         configuration.metrics = registry
+        configuration.notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
         let displayHost = host.contains(":") ? "[\(host)]" : host
         configuration.onListening = { _, port in
             do {

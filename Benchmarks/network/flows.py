@@ -194,15 +194,28 @@ def audit(records, database, server_log):
     for record in records:
         if record["flow"] == "check-in" and "reservation" in record:
             reservation = record["reservation"]
-            tried[reservation["id"].upper()] = (record["profile"], reservation["version"],
-                                                record["ok"])
+            label = TLS_NAMES.get(record.get("tls", ""), "")
+            tried[reservation["id"].upper()] = (f"{label} {record['profile']}".strip(),
+                                                reservation["version"], record["ok"])
     if not tried or not database or not os.path.exists(database):
         return []
-    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
-    rows = {row[0].upper(): (row[1], row[2])
-            for row in connection.execute("SELECT id, version, status FROM reservations")}
-    connection.close()
-    log = open(server_log, errors="replace").read().splitlines() if server_log else []
+    if database.endswith(".csv"):
+        # The rig's PostgreSQL: `id,version,status` rows exported with psql before it stops.
+        with open(database) as handle:
+            rows = {}
+            for line in handle:
+                parts = line.strip().split(",")
+                if len(parts) == 3 and parts[1].isdigit():
+                    rows[parts[0].upper()] = (int(parts[1]), parts[2])
+    else:
+        connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+        rows = {row[0].upper(): (row[1], row[2])
+                for row in connection.execute("SELECT id, version, status FROM reservations")}
+        connection.close()
+    log = []
+    for path in (server_log or "").split(","):
+        if path and os.path.exists(path):
+            log += open(path, errors="replace").read().splitlines()
     changes = {}
     # "note: reservation status changed (by: …, reservation: ID, status: checkedIn)", or
     # key=value: the reservation's id after its key.
@@ -317,8 +330,8 @@ def main():
     prepare.add_argument("--out", required=True)
     report = sub.add_parser("report")
     report.add_argument("--out-dir", required=True)
-    report.add_argument("--database")
-    report.add_argument("--server-log")
+    report.add_argument("--database", help="the SQLite file, or a CSV of id,version,status")
+    report.add_argument("--server-log", help="the server's log; several, comma-separated")
     report.add_argument("--header")
     report.add_argument("results", nargs="+")
     args = parser.parse_args()

@@ -48,6 +48,8 @@ test_case() {
   if ((status == 0)); then
     passed=$((passed + 1))
     echo "✔ $name ($((SECONDS - start)) s)"
+    # What a test measured, for the record.
+    sed -n 's/^figure: /    /p' "$log"
   else
     failed=$((failed + 1))
     echo "✘ $name"
@@ -67,9 +69,11 @@ fail() {
   return 1
 }
 
-for app in "${apps[@]}"; do
-  [[ -x $bin/$app ]] || { echo "error: $bin/$app is not built" >&2; exit 1; }
-done
+need() {
+  for app in "$@"; do
+    [[ -x $bin/$app ]] || { echo "error: $bin/$app is not built" >&2; exit 1; }
+  done
+}
 
 # MARK: install
 
@@ -86,7 +90,7 @@ t_install_layout() {
     [[ -s $prefix/usr/share/zsh/site-functions/_$app ]] || fail "no zsh completion for $app"
     [[ -s $prefix/usr/share/fish/vendor_completions.d/$app.fish ]] || fail "no fish completion for $app"
     [[ -s $prefix/usr/share/man/man1/$app.1 ]] || fail "no man page for $app"
-    echo "$app: $(stat -c %s "$installed") bytes installed"
+    echo "figure: $app: $(stat -c %s "$installed") bytes installed ($(stat -c %s "$bin/$app") built)"
   done
   [[ $(stat -c %a "$prefix/etc/shopfloor/store-server.env") == 640 ]] || fail "the environment file is not 0640"
   cmp "$prefix/etc/shopfloor/store-server.env" "$repo/packaging/store-server.env"
@@ -105,7 +109,8 @@ t_man_pages() {
 import json, sys
 c = json.load(sys.stdin)["command"]
 print(" ".join(s["commandName"] for s in c.get("subcommands", []) if s["commandName"] != "help" and s.get("shouldDisplay", True)))'); do
-      grep -q "^\.SS $app $sub" "$man" || fail "$man has no section for '$app $sub'"
+      # roff spells a hyphen \-
+      grep -qxF ".SS $(sed 's/-/\\-/g' <<<"$app $sub")" "$man" || fail "$man has no section for '$app $sub'"
     done
   done
   MANPATH=$prefix/usr/share/man man -P cat store-server 2>/dev/null | grep -q "store-server serve" ||
@@ -154,7 +159,7 @@ t_unit_verifies() {
   for name in $(grep -o '\${\?[A-Z_]*}\?' "$unit" | tr -d '${}' | grep -v MAINPID | sort -u); do
     grep -q "^$name=" "$prefix/etc/shopfloor/store-server.env" || fail "the environment file does not set $name"
   done
-  systemd-analyze security --offline=yes "$unit" 2>/dev/null | tail -1
+  echo "figure: $(systemd-analyze security --offline=yes "$unit" 2>/dev/null | tail -1)"
 }
 
 t_installed_openapi() {
@@ -190,7 +195,7 @@ t_libcurl_openssl() {
     local path=${libcurl#* } package
     package=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | cut -d: -f1)
     [[ $package == libcurl4 ]] || fail "$app's libcurl ($path) comes from '$package', not libcurl4 (OpenSSL)"
-    echo "$app: $libcurl ($package)"
+    echo "figure: $app: $libcurl ($package)"
   done
   [[ $(readlink -f /usr/lib/x86_64-linux-gnu/libcurl.so) != *nss* ]] ||
     fail "libcurl.so (what a build links) is the NSS flavour: make deps installs libcurl4-openssl-dev"
@@ -216,7 +221,94 @@ t_destdir() {
   [[ -z $(find "$stage" -type f) ]] || fail "uninstall left: $(find "$stage" -type f)"
 }
 
+# systemd's notify protocol: READY=1 once listening, WATCHDOG=1 at half WATCHDOG_USEC,
+# STOPPING=1 on SIGTERM; no pings when the watchdog is meant for another process.
+t_notify() {
+  local dir=$work/notify
+  mkdir -p "$dir"
+  python3 "$repo/scripts/notify-listener.py" "$dir/notify" "$dir/notify.log" --lifetime 60 >"$dir/listener.out" &
+  local listener=$!
+  for _ in $(seq 1 100); do grep -q listening "$dir/listener.out" && break; sleep 0.05; done
+  NOTIFY_SOCKET=$dir/notify WATCHDOG_USEC=1000000 SHOPFLOOR_HOME=$dir "$bin/store-server" serve \
+    --port 0 --password-cost 1000 --database "$dir/store.sqlite" >"$dir/out" 2>"$dir/err" </dev/null &
+  local server=$!
+  # Counted from READY=1: a debug build on a busy machine takes its time to start.
+  for _ in $(seq 1 600); do grep -q READY=1 "$dir/notify.log" && break; sleep 0.1; done
+  sleep 2.6
+  kill -TERM $server
+  wait $server || true
+  sleep 0.3
+  kill -TERM $listener
+  wait $listener || true
+  cat "$dir/notify.log"
+  head -1 "$dir/notify.log" | grep -q "READY=1" || fail "the first message is not READY=1"
+  local pings
+  pings=$(grep -c "WATCHDOG=1" "$dir/notify.log" || true)
+  echo "figure: notify: READY=1, $pings watchdog pings in the 2.6 s after it at WATCHDOG_USEC=1000000, STOPPING=1"
+  ((pings >= 3)) || fail "only $pings watchdog pings in 2.6 s (every 0.5 s expected)"
+  tail -1 "$dir/notify.log" | grep -q "STOPPING=1" || fail "no STOPPING=1 at the end"
+  # A watchdog for another process (WATCHDOG_PID) is not ours to ping.
+  : >"$dir/notify.log"
+  : >"$dir/listener.out"
+  python3 "$repo/scripts/notify-listener.py" "$dir/notify" "$dir/notify.log" --lifetime 60 >"$dir/listener.out" &
+  listener=$!
+  for _ in $(seq 1 100); do grep -q listening "$dir/listener.out" && break; sleep 0.05; done
+  NOTIFY_SOCKET=$dir/notify WATCHDOG_USEC=1000000 WATCHDOG_PID=1 SHOPFLOOR_HOME=$dir "$bin/store-server" serve \
+    --port 0 --password-cost 1000 --database "$dir/store.sqlite" >"$dir/out" 2>"$dir/err" </dev/null &
+  server=$!
+  for _ in $(seq 1 600); do grep -q READY=1 "$dir/notify.log" && break; sleep 0.1; done
+  sleep 1.6
+  kill -TERM $server
+  wait $server || true
+  kill -TERM $listener
+  wait $listener || true
+  grep -q "READY=1" "$dir/notify.log" || fail "no READY=1 with another process's watchdog"
+  ! grep -q "WATCHDOG=1" "$dir/notify.log" || fail "pinged a watchdog meant for another process"
+}
+
+# An unknown database URL scheme is a usage error (exit 64), never a SQLite file named after it.
+t_unknown_scheme() {
+  local dir=$work/scheme status=0 err
+  mkdir -p "$dir"
+  cd "$dir"
+  err=$(SHOPFLOOR_HOME=$dir "$bin/store-server" migrate --database mysql://x 2>&1) || status=$?
+  echo "$err"
+  ((status == 64)) || fail "--database mysql://x: exit $status, not 64"
+  grep -q "mysql://" <<<"$err" || fail "the error does not name the scheme"
+  [[ ! -e $dir/mysql: ]] || fail "a file named after the URL was created"
+  status=0
+  err=$(SHOPFLOOR_HOME=$dir SHOPFLOOR_DATABASE_URL=redis://cache "$bin/store-server" migrate 2>&1) || status=$?
+  ((status == 64)) || fail "SHOPFLOOR_DATABASE_URL=redis://cache: exit $status, not 64"
+  grep -q "SHOPFLOOR_DATABASE_URL" <<<"$err" || fail "the error does not name SHOPFLOOR_DATABASE_URL: $err"
+}
+
+# The SQLite database the server creates is private: its directory 0700, its files 0600,
+# even under a umask of 022.
+t_database_modes() {
+  local dir=$work/modes
+  mkdir -p "$dir"
+  (
+    umask 022
+    SHOPFLOOR_HOME=$dir/home "$bin/store-server" serve --port 0 --password-cost 1000 --demo-data \
+      >"$dir/out" 2>"$dir/err" </dev/null &
+    server=$!
+    for _ in $(seq 1 600); do grep -q "listening on" "$dir/out" && break; sleep 0.1; done
+    kill -TERM $server
+    wait $server || true
+  )
+  local file mode
+  mode=$(stat -c %a "$dir/home/server")
+  echo "figure: database directory $mode, files: $(cd "$dir/home/server" && stat -c '%n %a' * | tr '\n' ' ')"
+  [[ $mode == 700 ]] || fail "the database directory is $mode, not 700"
+  for file in "$dir/home/server"/*; do
+    mode=$(stat -c %a "$file")
+    [[ $mode == 600 ]] || fail "$(basename "$file") is $mode, not 600"
+  done
+  [[ -f $dir/home/server/store.sqlite ]] || fail "no store.sqlite"
+}
+
 run_install_tests() {
+  need "${apps[@]}"
   test_case "install: stripped binaries, completions, man pages and the sample configuration" t_install_layout
   test_case "install: man pages render without warnings and show every subcommand" t_man_pages
   test_case "install: bash completions load and complete subcommands (zsh, fish where installed)" t_completions
@@ -225,6 +317,9 @@ run_install_tests() {
   test_case "install: the client apps load Debian's OpenSSL libcurl" t_libcurl_openssl
   test_case "install: uninstall removes every file and keeps an edited configuration" t_uninstall
   test_case "install: DESTDIR stages the files for PREFIX" t_destdir
+  test_case "server: READY=1, watchdog pings and STOPPING=1 reach NOTIFY_SOCKET" t_notify
+  test_case "server: an unknown database URL scheme is refused with exit 64" t_unknown_scheme
+  test_case "server: the SQLite database it creates is 0600 in a 0700 directory" t_database_modes
 }
 
 # MARK: rig
@@ -261,9 +356,11 @@ t_rig_flows() {
 
 t_rig_untrusted() {
   local status=0 err
-  err=$(rig client-untrusted "$rig_state" "$bin/reservations" list --date today --json --no-input 2>&1 >/dev/null) || status=$?
-  ((status != 0)) || fail "a terminal without the CA got an answer"
-  echo "exit $status: $err"
+  # A new terminal (its own home) signs in without the CA installed.
+  err=$(printf 'shopfloor-demo\n' | rig client-untrusted "$rig_state" env SHOPFLOOR_HOME="$rig_state/client/untrusted" \
+    "$bin/reservations" login --server https://shopfloor.test --user demo --password-stdin 2>&1 >/dev/null) || status=$?
+  ((status != 0)) || fail "a terminal without the CA signed in"
+  echo "figure: without the CA: exit $status: $err"
   grep -qiE "certificate|TLS|SSL|trust" <<<"$err" || fail "the error does not say it is the certificate: $err"
   # TLS below 1.2 is refused by the load balancer.
   ! client curl -sS --tls-max 1.1 -o /dev/null https://shopfloor.test/health 2>/dev/null ||
@@ -282,7 +379,7 @@ t_rig_kill_instance() {
       "$bin/reservations" show "$code" --json >/dev/null 2>>"$HOME/kill.err" || failures=$((failures + 1))
       "$bin/catalog" search a --json >/dev/null 2>>"$HOME/kill.err" || failures=$((failures + 1))
     done
-    echo "$runs rounds, $failures failed commands"
+    echo "figure: instance killed: $((runs * 2)) commands in 8 s, $failures failed"
     ((failures == 0))' rig "$bin" "$code" &
   local loop=$!
   sleep 2
@@ -294,12 +391,21 @@ t_rig_kill_instance() {
 }
 
 t_rig_postgres_restart() {
+  grep -q "READY=1" "$rig_state/app1.notify.log" || fail "app1 never said READY=1"
   rig stop-db "$rig_state"
+  local stopped
+  stopped=$(python3 -c 'import time; print("%.3f" % time.monotonic())')
   # While the database is away the instances say so (503), and nothing hangs.
   local status
   status=$(client curl -s -o /dev/null -w '%{http_code}' --max-time 5 https://shopfloor.test/health || true)
-  echo "health while PostgreSQL is down: $status"
+  echo "figure: /health while PostgreSQL is down: $status"
   [[ $status == 503 ]] || fail "health answered $status with the database down"
+  sleep 4
+  # No watchdog ping while the database is away (after the ping in flight at the stop).
+  local during
+  during=$(awk -v from="$stopped" '$1 > from + 1.5 && /WATCHDOG=1/' "$rig_state/app1.notify.log" | wc -l)
+  echo "figure: watchdog pings from app1 while PostgreSQL was down (after 1.5 s): $during"
+  ((during == 0)) || fail "app1 pinged the watchdog $during times without its database"
   rig start-db "$rig_state"
   local back address ms
   back=$(now_ms)
@@ -310,12 +416,81 @@ t_rig_postgres_restart() {
     done
   done
   ms=$(($(now_ms) - back))
-  echo "both instances serve again $ms ms after PostgreSQL is back"
+  echo "figure: both instances serve again $ms ms after PostgreSQL is back"
   ((ms <= 5000)) || fail "recovery took $ms ms (target ≤ 5000 ms)"
+  sleep 2.5
+  local restarted
+  restarted=$(python3 -c 'import time; print("%.3f" % (time.monotonic() - 2.5))')
+  awk -v from="$restarted" '$1 > from && /WATCHDOG=1/' "$rig_state/app1.notify.log" | grep -q . ||
+    fail "app1 does not ping the watchdog again once PostgreSQL is back"
   client "$bin/reservations" show "$(pool 'p["show"][2]')" --json >/dev/null
 }
 
+# A PostgreSQL URL to another host with no sslmode requires TLS: against a server that
+# declines TLS, store-server stops before it sends its startup message (user name) or
+# password. The stand-in answers the SSLRequest with 'N' and records what follows.
+t_rig_postgres_requires_tls() {
+  cat >"$rig_state/no-tls-postgres.py" <<'PY'
+import socket, sys
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("10.204.0.30", 5433))
+server.listen(4)
+server.settimeout(20)
+log = open(sys.argv[1], "w", buffering=1)
+try:
+    while True:
+        connection, _ = server.accept()
+        connection.settimeout(3)
+        request = connection.recv(8)
+        log.write("request %s\n" % request.hex())
+        connection.sendall(b"N")
+        try:
+            rest = connection.recv(4096)
+        except socket.timeout:
+            rest = b""
+        log.write("after %d bytes %s\n" % (len(rest), rest[:64]))
+        connection.close()
+except socket.timeout:
+    pass
+PY
+  rig on "$rig_state" db /usr/bin/python3 "$rig_state/no-tls-postgres.py" "$rig_state/no-tls.log" &
+  local fake=$! status=0 err
+  sleep 0.5
+  err=$(rig on "$rig_state" app2 env SHOPFLOOR_HOME="$rig_state" \
+    SHOPFLOOR_DATABASE_URL="postgres://shopfloor:secret-password@10.204.0.30:5433/shopfloor" \
+    timeout 30 "$bin/store-server" migrate 2>&1) || status=$?
+  kill $fake 2>/dev/null || true
+  wait $fake 2>/dev/null || true
+  cat "$rig_state/no-tls.log"
+  echo "figure: PostgreSQL without TLS: store-server exit $status: ${err:0:200}"
+  ((status != 0)) || fail "store-server used a PostgreSQL server that declined TLS"
+  grep -q "^request 0000000804d2162f" "$rig_state/no-tls.log" || fail "no SSLRequest was sent first"
+  ! grep -q "^after [1-9]" "$rig_state/no-tls.log" || fail "store-server went on in plain text after the server declined TLS"
+  ! grep -q "secret-password" <<<"$err" || fail "the error shows the password"
+  grep -q "does not offer TLS" <<<"$err" || fail "the error does not say the server offers no TLS: $err"
+}
+
+# A PostgreSQL failure says what is wrong, without the password.
+t_rig_postgres_errors() {
+  local url=postgres://shopfloor:rig-db-password@db.shopfloor.test case
+  for case in "wrong-password|postgres://shopfloor:not-the-password@db.shopfloor.test:5432/shopfloor|password for the URL's user is wrong" \
+    "no-database|$url:5432/nothere|no such database" \
+    "unreachable|$url:5439/shopfloor|cannot be reached"; do
+    IFS='|' read -r name database expected <<<"$case"
+    local status=0 err
+    # On app2's host as its service user, with the CA and hosts file the instances have.
+    err=$(rig on-as "$rig_state" app2 daemon env SHOPFLOOR_HOME="$rig_state/app2" \
+      SHOPFLOOR_DATABASE_URL="$database" timeout 30 "$bin/store-server" migrate 2>&1) || status=$?
+    echo "figure: $name: exit $status: ${err:0:220}"
+    ((status == 1)) || fail "$name: exit $status, not 1"
+    grep -q "$expected" <<<"$err" || fail "$name: the error does not say '$expected': $err"
+    ! grep -qE "not-the-password|rig-db-password" <<<"$err" || fail "$name: the error shows the password"
+  done
+}
+
 run_rig_tests() {
+  need store-server reservations catalog
   local reason
   if ! reason=$(bash "$repo/scripts/rig.sh" check 2>&1); then
     skip_case "rig" "$reason"
@@ -331,6 +506,8 @@ run_rig_tests() {
   test_case "rig: a terminal without the store's CA is refused, and TLS below 1.2 too" t_rig_untrusted
   test_case "rig: one instance killed mid-run, the flows continue through the other" t_rig_kill_instance
   test_case "rig: PostgreSQL restarted, both instances serve again within 5 s" t_rig_postgres_restart
+  test_case "rig: PostgreSQL to another host requires TLS unless the URL says otherwise" t_rig_postgres_requires_tls
+  test_case "rig: PostgreSQL errors say what is wrong (password, database, unreachable), no secret" t_rig_postgres_errors
   if ((failed)) && [[ ${RIG_KEEP:-0} == 1 ]]; then
     cp -a "$rig_state" "${TMPDIR:-/tmp}/shopfloor-rig-kept.$$" 2>/dev/null &&
       echo "rig directory kept in ${TMPDIR:-/tmp}/shopfloor-rig-kept.$$"
