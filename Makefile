@@ -23,6 +23,13 @@ PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/P
 #   the tenth of a second (`elapsed < 0.8`); beside the integration tests' dozens of child
 #   processes such a time measures the CPU contention too.
 OWN_PROCESS_TESTS := AuthTests SuiteClientTests
+# Run in a process of their own at the same time as the shared one (started from the test
+# bundle itself: `swift test` holds the build directory's lock, so two cannot run at once):
+# - ScannerTests: decoding and OCR are minutes of synchronous CPU work on the concurrency
+#   pool's two threads; in the shared process they would hold both, and every test waiting
+#   on a child or a socket (and timing it) would wait for a thread too.
+BESIDE_TESTS := ScannerTests
+TEST_BUNDLE = $$($(SWIFT) build --show-bin-path)/ShopfloorPackageTests.xctest
 # `make check`: the quick local loop, suites that need no PostgreSQL, no app or server
 # process, no shaped link and no OCR.
 CHECK_TESTS := ModelsTests PlumbingTests PNGTests ChildProcessesTests AuthTests ProductImagesTests SuiteClientTests
@@ -62,11 +69,20 @@ test: deps ## build everything once, then run every test suite (make test-run)
 	$(SWIFT) build --build-tests
 	@$(MAKE) --no-print-directory test-run
 
-test-run: ## the test phase of make test on what is built: every suite in one process, then OWN_PROCESS_TESTS each alone
-	@failed=(); \
-	echo "==> swift test: every test target but $(OWN_PROCESS_TESTS), in one process"; \
+test-run: ## the test phase of make test on what is built: the suites in one process (BESIDE_TESTS beside it), then OWN_PROCESS_TESTS each alone
+	@failed=(); beside=(); \
+	for t in $(BESIDE_TESTS); do \
+	  echo "==> $$t, in a process of its own beside the shared one (its output when both end)"; \
+	  "$(TEST_BUNDLE)" --testing-library swift-testing --filter "^$$t\." > ".build/$$t.log" 2>&1 & \
+	  beside+=("$$t:$$!"); \
+	done; \
+	echo "==> swift test: every test target but $(OWN_PROCESS_TESTS) $(BESIDE_TESTS), in one process"; \
 	$(SWIFT) test --skip-build --disable-xctest \
-	  --skip '^($(subst $(space),|,$(OWN_PROCESS_TESTS)))\.' || failed+=("the shared process"); \
+	  --skip '^($(subst $(space),|,$(OWN_PROCESS_TESTS) $(BESIDE_TESTS)))\.' || failed+=("the shared process"); \
+	for entry in "$${beside[@]}"; do \
+	  wait "$${entry#*:}" || failed+=("$${entry%%:*}"); \
+	  echo "==> $${entry%%:*}:"; cat ".build/$${entry%%:*}.log"; \
+	done; \
 	for t in $(OWN_PROCESS_TESTS); do \
 	  echo "==> swift test: $$t, in a process of its own"; \
 	  $(SWIFT) test --skip-build --disable-xctest --filter "^$$t\." || failed+=("$$t"); \
