@@ -26,6 +26,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "PostgreSQL connections per event loop.") var databaseConnections = 4
     @Option(help: "Seconds a stop waits for requests in flight before closing them.")
     var drainTimeout = 10
+    @Option(
+        help:
+            "Seconds a connection may stay silent (also half-way through a request) before it is closed."
+    )
+    var idleTimeout = 30
     @OptionGroup var options: DatabaseOptions
 
     func validate() throws {
@@ -43,6 +48,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard (0...3600).contains(drainTimeout) else {
             throw ValidationError("--drain-timeout must be 0…3600 seconds, got \(drainTimeout)")
+        }
+        guard (1...3600).contains(idleTimeout) else {
+            throw ValidationError("--idle-timeout must be 1…3600 seconds, got \(idleTimeout)")
         }
     }
 
@@ -62,6 +70,7 @@ struct Serve: AsyncParsableCommand {
         configuration.refreshTokenTTL = TimeInterval(refreshTokenTtl)
         configuration.databaseConnections = databaseConnections
         configuration.drainTimeout = .seconds(drainTimeout)
+        configuration.idleTimeout = .seconds(idleTimeout)
         configuration.metrics = registry
         let displayHost = host.contains(":") ? "[\(host)]" : host
         configuration.onListening = { _, port in

@@ -61,7 +61,8 @@ final class ServerContext: Sendable {
     func makeRouter() -> (Router<StoreRequestContext>, [RegisteredRoute]) {
         let router = Router(context: StoreRequestContext.self)
         router.add(middleware: AccessLogMiddleware())
-        router.add(middleware: ProblemMiddleware())
+        router.add(middleware: ProblemMiddleware(database: database))
+        router.add(middleware: QueryTextMiddleware())
         let log = RouteLog()
         let routes = RouteGroups(router: router, log: log, gate: gate, idempotency: idempotency)
         HealthController(database: database, metrics: configuration.metrics).addRoutes(to: routes)
@@ -91,9 +92,30 @@ public func prepareDatabase(
     maxConnections: Int = 4,
     logger: Logger
 ) async throws -> StoreDatabase {
+    try await prepareDatabase(
+        location,
+        demoData: demoData,
+        passwordIterations: passwordIterations,
+        maxConnections: maxConnections,
+        faults: nil,
+        logger: logger
+    )
+}
+
+/// ``prepareDatabase(_:demoData:passwordIterations:maxConnections:logger:)`` with faults a test
+/// injects into every statement.
+func prepareDatabase(
+    _ location: DatabaseLocation,
+    demoData: Bool,
+    passwordIterations: Int,
+    maxConnections: Int,
+    faults: InjectedFaults?,
+    logger: Logger
+) async throws -> StoreDatabase {
     let database = try StoreDatabase(
         location: location,
         maxConnections: maxConnections,
+        faults: faults,
         logger: logger
     )
     do {
@@ -140,6 +162,7 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
         demoData: configuration.demoData,
         passwordIterations: configuration.passwordIterations,
         maxConnections: configuration.databaseConnections,
+        faults: configuration.faults,
         logger: logger
     )
     let context = ServerContext(configuration: configuration, database: database, logger: logger)
@@ -147,6 +170,12 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
     let onListening = configuration.onListening
     var application = Application(
         router: router,
+        server: .http1(
+            configuration: .init(
+                additionalChannelHandlers: [HTTPEdgeHandler()],
+                idleTimeout: TimeAmount(configuration.idleTimeout)
+            )
+        ),
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port),
             serverName: nil

@@ -112,6 +112,11 @@ enum Migrations {
                 """,
             ]
         ),
+        Migration(
+            version: 100,
+            name: "idempotency records name the request that owns them",
+            statements: ["ALTER TABLE idempotency_keys ADD COLUMN owner TEXT"]
+        ),
     ]
 
     /// The newest schema version this server knows.

@@ -103,7 +103,9 @@ struct APIError: Error, Sendable, HTTPResponseError, CustomStringConvertible {
                 title: "Payload too large",
                 status: 413,
                 detail: "the request body is larger than \(limit) bytes"
-            )
+            ),
+            // The rest of the body is not read: the connection ends with this answer.
+            headers: [(.connection, "close")]
         )
     }
 

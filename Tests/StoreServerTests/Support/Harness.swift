@@ -4,9 +4,10 @@ import Logging
 import Metrics
 import Models
 import Prometheus
-import StoreServer
 import Synchronization
 import Testing
+
+@testable import StoreServer
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -141,7 +142,10 @@ struct TestServer: Sendable {
         demo: Bool = true,
         location: DatabaseLocation? = nil,
         accessTokenTTL: TimeInterval = 900,
-        port: Int = 0
+        port: Int = 0,
+        faults: InjectedFaults? = nil,
+        idleTimeout: Duration = .seconds(30),
+        drainTimeout: Duration = .seconds(10)
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
         if let location {
@@ -156,6 +160,9 @@ struct TestServer: Sendable {
         configuration.passwordIterations = testPasswordCost
         configuration.accessTokenTTL = accessTokenTTL
         configuration.metrics = TestMetrics.registry
+        configuration.faults = faults
+        configuration.idleTimeout = idleTimeout
+        configuration.drainTimeout = drainTimeout
         let server = try await RunningStoreServer.start(
             configuration: configuration,
             logger: TestDatabases.logger
