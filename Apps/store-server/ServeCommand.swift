@@ -31,6 +31,15 @@ struct Serve: AsyncParsableCommand {
             "Seconds a connection may stay silent (also half-way through a request) before it is closed."
     )
     var idleTimeout = 30
+    @Option(
+        name: .customLong("trusted-proxy"),
+        parsing: .upToNextOption,
+        help: ArgumentHelp(
+            "Proxies (CIDR ranges) whose X-Forwarded-For and X-Forwarded-Proto are believed.",
+            valueName: "cidr"
+        )
+    )
+    var trustedProxies: [String] = []
     @OptionGroup var options: DatabaseOptions
 
     func validate() throws {
@@ -52,6 +61,11 @@ struct Serve: AsyncParsableCommand {
         guard (1...3600).contains(idleTimeout) else {
             throw ValidationError("--idle-timeout must be 1…3600 seconds, got \(idleTimeout)")
         }
+        for range in trustedProxies where TrustedProxies.Range(range) == nil {
+            throw ValidationError(
+                "--trusted-proxy '\(range.prefix(60))' is not an address range such as 10.0.0.0/8 or 2001:db8::/32"
+            )
+        }
     }
 
     func run() async throws {
@@ -71,6 +85,9 @@ struct Serve: AsyncParsableCommand {
         configuration.databaseConnections = databaseConnections
         configuration.drainTimeout = .seconds(drainTimeout)
         configuration.idleTimeout = .seconds(idleTimeout)
+        configuration.trustedProxies = TrustedProxies(
+            trustedProxies.compactMap(TrustedProxies.Range.init)
+        )
         configuration.metrics = registry
         let displayHost = host.contains(":") ? "[\(host)]" : host
         configuration.onListening = { _, port in

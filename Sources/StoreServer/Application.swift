@@ -16,6 +16,8 @@ final class ServerContext: Sendable {
     let config: ConfigService
     let idempotency: IdempotencyStore
     let gate: AuthGate
+    let users: UserRepository
+    let limiter: SignInLimiter
     let logger: Logger
     let reservations: ReservationService
     let customers: CustomerService
@@ -30,6 +32,8 @@ final class ServerContext: Sendable {
         repository = Repository(database: database)
         config = ConfigService(database: database)
         idempotency = IdempotencyStore(database: database)
+        users = UserRepository(database: database)
+        limiter = SignInLimiter(database: database)
         gate = AuthGate(
             database: database,
             accessTokenTTL: configuration.accessTokenTTL,
@@ -47,8 +51,9 @@ final class ServerContext: Sendable {
         )
         catalog = CatalogService(repository: repository)
         signIn = SignInService(
-            users: UserRepository(database: database),
-            limiter: SignInLimiter(database: database),
+            users: users,
+            limiter: limiter,
+            hashing: LoadLimiter(limits: configuration.signInHashing),
             hasher: makePasswordHasher(iterations: configuration.passwordIterations),
             gate: gate,
             logger: logger
@@ -60,11 +65,20 @@ final class ServerContext: Sendable {
     /// resource on public, signed and idempotent route groups. Returns the routes it added.
     func makeRouter() -> (Router<StoreRequestContext>, [RegisteredRoute]) {
         let router = Router(context: StoreRequestContext.self)
-        router.add(middleware: AccessLogMiddleware())
+        router.add(middleware: AccessLogMiddleware(proxies: configuration.trustedProxies))
         router.add(middleware: ProblemMiddleware(database: database))
         router.add(middleware: QueryTextMiddleware())
         let log = RouteLog()
-        let routes = RouteGroups(router: router, log: log, gate: gate, idempotency: idempotency)
+        let repository = self.repository
+        let routes = RouteGroups(
+            router: router,
+            log: log,
+            gate: gate,
+            users: users,
+            idempotency: IdempotencyMiddleware(store: idempotency) { path, caller in
+                try await repository.isVisible(path, scope: caller.scope)
+            }
+        )
         HealthController(database: database, metrics: configuration.metrics).addRoutes(to: routes)
         ClientConfigurationController(service: clientConfiguration).addRoutes(to: routes)
         AuthController(service: signIn).addRoutes(to: routes)
@@ -221,6 +235,7 @@ struct Housekeeping: Service {
                 let now = Date()
                 try await context.gate.purge(now: now)
                 try await context.idempotency.purge(olderThan: now - 86_400)
+                try await context.limiter.purge(now: now)
             } catch {
                 context.logger.warning("housekeeping failed", metadata: ["error": "\(error)"])
             }

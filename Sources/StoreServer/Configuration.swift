@@ -32,6 +32,10 @@ public struct StoreServerConfiguration: Sendable {
     public var metrics: PrometheusCollectorRegistry?
     /// Called once the server listens, with the address it bound (`--port 0`).
     public var onListening: (@Sendable (String, Int) -> Void)?
+    /// The proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed.
+    public var trustedProxies = TrustedProxies()
+    /// Password checks at once: in all, per user name and per client address.
+    public var signInHashing = LoadLimiter.Limits(total: 8, perKey: ["user": 2, "address": 4])
     /// Faults a test injects into the database's statements (never set outside tests).
     var faults: InjectedFaults?
 

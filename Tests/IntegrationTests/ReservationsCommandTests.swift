@@ -41,9 +41,10 @@ struct Workstation {
         return (run, Date().timeIntervalSince(start))
     }
 
-    func login(_ server: StoreServerProcess) throws {
+    /// Signs in as `user` (the demo associate, of the Berlin store, unless told otherwise).
+    func login(_ server: StoreServerProcess, user: String = "demo") throws {
         let run = try self.run(
-            ["login", "--server", server.url, "--user", "demo", "--password-stdin"],
+            ["login", "--server", server.url, "--user", user, "--password-stdin"],
             stdin: Data("shopfloor-demo\n".utf8)
         )
         #expect(run.status == 0, "login: \(run.stderr)")
@@ -239,7 +240,8 @@ struct ReservationsCommandTests {
         let server = try SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
+        // The demo associate sees Berlin only; the administrator sees Perth.
+        try station.login(server, user: "demo-admin")
         let perth = try confirmedReservation(
             station,
             query: "e",

@@ -229,6 +229,8 @@ struct FaultTests {
             )
         case "POST /v1/reservations":
             return try await client.send("POST", path, json: booking("Outage"))
+        case "GET /v1/customers":
+            return try await client.send("GET", path + "?query=Vogel")
         case "POST /v1/customers":
             return try await client.send(
                 "POST",
@@ -272,7 +274,7 @@ struct FaultTests {
                     "handlers",
                     {
                         !$0.contains("auth_sessions") && !$0.contains("auth_tokens")
-                            && !$0.contains("auth_nonces")
+                            && !$0.contains("auth_nonces") && !$0.contains("user_stores")
                     }
                 ),
             ]
@@ -282,8 +284,10 @@ struct FaultTests {
                 for route in server.routes {
                     let reply = try await Self.send(route, server: server, client: client, id: id)
                     switch route.description {
-                    case "POST /v1/auth/revoke" where name == "handlers":
-                        // Revocation touches only the sessions, which still answer.
+                    case "POST /v1/auth/revoke" where name == "handlers",
+                        "GET /v1/me" where name == "handlers":
+                        // Revocation touches only the sessions, and the caller's user record
+                        // is read with them: both still answer.
                         #expect(reply.status == 200, "\(name): \(route)")
                     case "GET /metrics", "GET /openapi.yaml":
                         #expect(reply.status == 200, "\(name): \(route)")

@@ -44,7 +44,7 @@ struct HostileInputTests {
             }
             // From here on a query that reaches the database fails: a 400 proves the check
             // came first (sessions and nonces still answer, so requests are signed in).
-            faults.fail(when: { !$0.contains("auth_") })
+            faults.fail(when: { !$0.contains("auth_") && !$0.contains("user_stores") })
             let signed: [(String, String, String?, [String: String], String)] = [
                 ("GET", "/v1/customers?query=%00", nil, [:], "'query'"),
                 ("GET", "/v1/customers?query=a%01b", nil, [:], "'query'"),
@@ -203,7 +203,7 @@ struct HostileInputTests {
             try await PlainHTTP.send("GET", slow.url.appendingPathComponent("health")).status == 200
         )
         let stopping = Task { await slow.stop() }
-        let closed = try held.readUntilClosed(within: 20)
+        let closed = try held.readUntilClosed(within: 30)
         #expect(closed.closed, "the stop left the stalled connection open")
         await stopping.value
     }
@@ -271,6 +271,7 @@ final class RawSocket {
             let count = read(fd, &chunk, chunk.count)
             if count == 0 { return (String(decoding: data, as: UTF8.self), true) }
             if count < 0 {
+                if errno == EINTR { continue }
                 if errno == ECONNRESET { return (String(decoding: data, as: UTF8.self), true) }
                 return (String(decoding: data, as: UTF8.self), false)
             }

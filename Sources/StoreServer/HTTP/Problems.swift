@@ -96,6 +96,18 @@ struct APIError: Error, Sendable, HTTPResponseError, CustomStringConvertible {
         )
     }
 
+    /// 403: the caller's role does not allow `action`.
+    static func forbidden(_ action: String, role: Role) -> APIError {
+        APIError(
+            APIProblem(
+                type: ProblemType.forbidden,
+                title: "Not permitted",
+                status: 403,
+                detail: "\(action) is not permitted to the \(role) role"
+            )
+        )
+    }
+
     static func payloadTooLarge(limit: Int) -> APIError {
         APIError(
             APIProblem(

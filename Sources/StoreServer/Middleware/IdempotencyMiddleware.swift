@@ -17,6 +17,9 @@ struct IdempotencyMiddleware: RouterMiddleware {
     typealias Context = StoreRequestContext
 
     let store: IdempotencyStore
+    /// Whether the caller may still see the thing at a path (`/v1/reservations/{id}`, …): a
+    /// replay of an answer about something now outside the caller's stores is a 404.
+    let visible: @Sendable (String, SignedIn) async throws -> Bool
 
     func handle(
         _ request: Request,
@@ -27,13 +30,18 @@ struct IdempotencyMiddleware: RouterMiddleware {
             return try await next(request, context)
         }
         try IdempotencyStore.validate(key)
-        let subject = try context.caller().subject
+        let caller = try context.caller()
+        let subject = caller.subject
         var request = request
         let body = try await request.collect(limit: BodyLimit.json)
         let fingerprint =
             "\(request.method.rawValue) \(request.uri.path) \(RequestSigner.contentDigest(of: body))"
         switch try await store.begin(subject: subject, key: key, fingerprint: fingerprint) {
         case .replay(let stored):
+            let resource = stored.headers["Location"] ?? request.uri.path
+            guard try await visible(resource, caller) else {
+                throw APIError.notFound("\(resource) does not exist")
+            }
             return Self.replay(stored)
         case .proceed(let owner):
             do {

@@ -145,7 +145,9 @@ struct TestServer: Sendable {
         port: Int = 0,
         faults: InjectedFaults? = nil,
         idleTimeout: Duration = .seconds(30),
-        drainTimeout: Duration = .seconds(10)
+        drainTimeout: Duration = .seconds(10),
+        passwordIterations: Int = testPasswordCost,
+        trustedProxies: [String] = []
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
         if let location {
@@ -157,7 +159,10 @@ struct TestServer: Sendable {
         var configuration = StoreServerConfiguration()
         configuration.port = port
         configuration.database = location
-        configuration.passwordIterations = testPasswordCost
+        configuration.passwordIterations = passwordIterations
+        configuration.trustedProxies = TrustedProxies(
+            trustedProxies.compactMap(TrustedProxies.Range.init)
+        )
         configuration.accessTokenTTL = accessTokenTTL
         configuration.metrics = TestMetrics.registry
         configuration.faults = faults
@@ -172,8 +177,9 @@ struct TestServer: Sendable {
 
     func stop() async { await server.stop() }
 
-    /// A signed-in `AuthClient` (the demo associate) with its own token directory.
-    func client(username: String = DemoData.username, password: String = DemoData.password)
+    /// A signed-in `AuthClient` (the demo administrator, who sees every store, unless told
+    /// otherwise) with its own token directory.
+    func client(username: String = DemoData.adminUsername, password: String = DemoData.password)
         async throws -> SignedClient
     {
         try await SignedClient.signIn(url, username: username, password: password)
