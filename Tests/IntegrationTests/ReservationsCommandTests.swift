@@ -42,9 +42,10 @@ struct Workstation {
         return (run, Date().timeIntervalSince(start))
     }
 
-    func login(_ server: StoreServerProcess) async throws {
+    /// Signs in as `user` (the demo associate, of the Berlin store, unless told otherwise).
+    func login(_ server: StoreServerProcess, user: String = "demo") async throws {
         let run = try await self.run(
-            ["login", "--server", server.url, "--user", "demo", "--password-stdin"],
+            ["login", "--server", server.url, "--user", user, "--password-stdin"],
             stdin: Data("shopfloor-demo\n".utf8)
         )
         #expect(run.status == 0, "login: \(run.stderr)")
@@ -244,7 +245,8 @@ struct ReservationsCommandTests {
         let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try await station.login(server)
+        // The demo associate sees Berlin only; the administrator sees Perth.
+        try await station.login(server, user: "demo-admin")
         let perth = try await confirmedReservation(
             station,
             query: "e",

@@ -37,7 +37,7 @@ struct AdminCommandTests {
         #expect(seed.status == 0, "\(seed.stderr)")
         #expect(
             seed.stdout
-                == "loaded 6 stores, 200 customers, 1000 reservations, 500 products, user demo\n"
+                == "loaded 6 stores, 200 customers, 1000 reservations, 500 products, users demo (associate), demo-manager (manager), demo-admin (admin)\n"
         )
         let again = try await Self.run(["seed", "--demo"] + db)
         #expect(again.status == 0)
@@ -76,7 +76,7 @@ struct AdminCommandTests {
             Page<Associate>.self,
             from: Data(list.stdout.utf8)
         )
-        #expect(page.items.map(\.username) == ["ana", "demo"])
+        #expect(page.items.map(\.username) == ["ana", "demo", "demo-admin", "demo-manager"])
         #expect(
             page.items[0]
                 == (try Associate(username: "ana", displayName: "Ana Weber", homeStoreID: berlin))

@@ -109,7 +109,7 @@ struct MultiInstanceTests {
         }
         let signedIn = try await SignedClient.signIn(
             first.url,
-            username: DemoData.username,
+            username: DemoData.adminUsername,
             password: DemoData.password
         )
         // A second client on the other instance with the same session: the token file copied
@@ -131,7 +131,7 @@ struct MultiInstanceTests {
             directory: copy
         )
         let me: Associate = try await other.send("GET", "/v1/me").decode()
-        #expect(me.username == DemoData.username)
+        #expect(me.username == DemoData.adminUsername)
 
         let reservation = try await firstReservation(signedIn, store: newYork)
         let path = "/v1/reservations/\(reservation.id.uuidString)/check-in"
@@ -397,7 +397,7 @@ struct EndToEndTests {
                 passwordIterations: testPasswordCost,
                 logger: TestDatabases.logger
             )
-            let counts = try await admin.sessionCounts(DemoData.username)
+            let counts = try await admin.sessionCounts(DemoData.adminUsername)
             await admin.close()
             #expect(counts.refreshTokens == 2, "one from the sign-in, one from the single refresh")
         } catch {

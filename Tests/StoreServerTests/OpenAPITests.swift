@@ -89,7 +89,7 @@ struct OpenAPITests {
             try sample(
                 "customers",
                 "CustomerPage",
-                try await client.send("GET", "/v1/customers?limit=20")
+                try await client.send("GET", "/v1/customers?limit=20&store=\(berlin.uuidString)")
             )
             try sample(
                 "customer",

@@ -5,9 +5,10 @@ import Logging
 import Metrics
 import Models
 import Prometheus
-import StoreServer
 import Synchronization
 import Testing
+
+@testable import StoreServer
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -145,7 +146,12 @@ struct TestServer: Sendable {
         demo: Bool = true,
         location: DatabaseLocation? = nil,
         accessTokenTTL: TimeInterval = 900,
-        port: Int = 0
+        port: Int = 0,
+        faults: InjectedFaults? = nil,
+        idleTimeout: Duration = .seconds(30),
+        drainTimeout: Duration = .seconds(10),
+        passwordIterations: Int = testPasswordCost,
+        trustedProxies: [String] = []
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
         if let location {
@@ -157,9 +163,15 @@ struct TestServer: Sendable {
         var configuration = StoreServerConfiguration()
         configuration.port = port
         configuration.database = location
-        configuration.passwordIterations = testPasswordCost
+        configuration.passwordIterations = passwordIterations
+        configuration.trustedProxies = TrustedProxies(
+            trustedProxies.compactMap(TrustedProxies.Range.init)
+        )
         configuration.accessTokenTTL = accessTokenTTL
         configuration.metrics = TestMetrics.registry
+        configuration.faults = faults
+        configuration.idleTimeout = idleTimeout
+        configuration.drainTimeout = drainTimeout
         let server = try await RunningStoreServer.start(
             configuration: configuration,
             logger: TestDatabases.logger
@@ -169,8 +181,9 @@ struct TestServer: Sendable {
 
     func stop() async { await server.stop() }
 
-    /// A signed-in `AuthClient` (the demo associate) with its own token directory.
-    func client(username: String = DemoData.username, password: String = DemoData.password)
+    /// A signed-in `AuthClient` (the demo administrator, who sees every store, unless told
+    /// otherwise) with its own token directory.
+    func client(username: String = DemoData.adminUsername, password: String = DemoData.password)
         async throws -> SignedClient
     {
         try await SignedClient.signIn(url, username: username, password: password)
