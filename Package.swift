@@ -96,6 +96,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
+                .product(name: "ImageCache", package: "ImageCache"),
                 .product(name: "Plumbing", package: "Plumbing"),
                 .product(name: "SharedDefaults", package: "SharedDefaults"),
                 .product(name: "Logging", package: "swift-log"),
@@ -312,6 +313,7 @@ package.targets += [
         name: "ImageCacheTests",
         dependencies: [
             .product(name: "ImageCache", package: "ImageCache"),
+            .product(name: "Auth", package: "Auth"),
             .product(name: "ImageCacheStressTool", package: "ImageCache"),
             .product(name: "Logging", package: "swift-log"),
         ],

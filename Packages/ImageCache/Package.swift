@@ -23,6 +23,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(path: "../Plumbing"),
+        // Tests only: unsigned downloads through the suite's one URLSession bridge.
+        .package(path: "../Auth"),
     ],
     targets: [
         .target(
@@ -40,7 +42,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageCacheTests",
-            dependencies: ["ImageCache", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "ImageCache",
+                .product(name: "Auth", package: "Auth"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

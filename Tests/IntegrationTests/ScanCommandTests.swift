@@ -1,5 +1,6 @@
 import CommandSupport
 import Foundation
+import Models
 import Scanner
 import Testing
 

@@ -209,7 +209,7 @@ struct ProcessTests {
             id: 0xDEAD_BEEF,
             pid: deadPID,
             bytes: 80_000,
-            startedAt: nowMicroseconds()
+            startedAt: UInt64(Date().timeIntervalSince1970 * 1_000_000)
         )
         header.reservedBytes += 80_000
         page.replaceSubrange(0..<IndexHeader.pageSize, with: header.encode())

@@ -170,8 +170,8 @@ public struct NewReservation: Sendable, Hashable, Codable {
                     "\(partySize) is outside \(ModelLimits.partySize.lowerBound)…\(ModelLimits.partySize.upperBound)"
             )
         }
-        try Check.name(topic, field: "topic")
-        if let notes { try Check.text(notes, field: "notes") }
+        try Check.name(topic, field: "topic", strict: true)
+        if let notes { try Check.text(notes, field: "notes", strict: true) }
         switch (customerID, customer) {
         case (nil, nil):
             throw ValidationError(
@@ -286,8 +286,8 @@ public struct ReservationChanges: Sendable, Hashable, Codable {
                     "\(partySize) is outside \(ModelLimits.partySize.lowerBound)…\(ModelLimits.partySize.upperBound)"
             )
         }
-        if let topic { try Check.name(topic, field: "topic") }
-        if let notes { try Check.text(notes, field: "notes") }
+        if let topic { try Check.name(topic, field: "topic", strict: true) }
+        if let notes { try Check.text(notes, field: "notes", strict: true) }
     }
 
     private enum CodingKeys: String, CodingKey { case startsAt, endsAt, partySize, topic, notes }
