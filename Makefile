@@ -31,7 +31,7 @@ export OMP_THREAD_LIMIT ?= 1
 FORMAT_PATHS := Package.swift Apps Sources Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks Benchmarks/Tools \
   $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
 
-.PHONY: help deps build test test-packages stress fuzz demo bench bench-thresholds bench-network format release clean
+.PHONY: help deps build test test-packages stress fuzz demo bench bench-thresholds bench-network format release install uninstall clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 15
@@ -61,8 +61,10 @@ test: deps ## build everything once, then each package's tests and the root pack
 	echo "==> swift test: the root package's tests (apps and integration)"; \
 	$(SWIFT) test --skip-build --disable-xctest \
 	  --skip '^($(subst $(space),|,$(OWN_PROCESS_TESTS)))\.' || failed+=("root package"); \
+	echo "==> Tests/Rig/run.sh: make install's files, the unit, libcurl, and the namespace rig (https, HAProxy, PostgreSQL)"; \
+	bash Tests/Rig/run.sh "$$($(SWIFT) build --show-bin-path)" || failed+=("deployment (Tests/Rig)"); \
 	if (( $${#failed[@]} )); then echo "error: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
-	echo "all test suites passed: $(OWN_PROCESS_TESTS) and the root package's"
+	echo "all test suites passed: $(OWN_PROCESS_TESTS), the root package's and the deployment tests"
 
 test-packages: deps ## each package's tests on its own (`swift test --package-path`), as its users build it
 	@failed=(); \
@@ -102,6 +104,20 @@ format: ## format all Swift sources with swift-format and .swift-format
 	$(SWIFT) format --in-place --recursive --configuration .swift-format $(FORMAT_PATHS)
 
 release: build ## the same as build: the apps as they ship (Swift runtime linked statically)
+
+# Where `make install` puts the apps; DESTDIR stages them for a package (`make install
+# DESTDIR=/tmp/stage`). The unit and the sample environment file name BINDIR and SYSCONFDIR.
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DESTDIR ?=
+INSTALL_ENV = PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)" UNITDIR="$(UNITDIR)" DESTDIR="$(DESTDIR)" APPS="$(APPS)"
+
+install: build ## the apps stripped, with man pages, bash/zsh/fish completions, the store-server unit and sample configuration (PREFIX, DESTDIR)
+	@$(INSTALL_ENV) scripts/install.sh install "$(BIN_PATH)"
+
+uninstall: ## remove what `make install` put in place (same PREFIX, DESTDIR)
+	@$(INSTALL_ENV) scripts/install.sh uninstall
 
 clean: ## remove build products
 	rm -rf .build .build-* Benchmarks/.build $(foreach p,$(PACKAGES),Packages/$(p)/.build) .deps

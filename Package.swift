@@ -166,10 +166,14 @@ let package = Package(
             path: "Apps/catalog",
             swiftSettings: swiftSettings
         ),
+        // store-server's OpenAPI document compiled into the binary (C23 #embed of
+        // Sources/StoreServer/openapi.yaml): an installed binary has no resource bundle.
+        .target(name: "COpenAPIDocument", path: "Sources/COpenAPIDocument"),
         // The store server as a library: routes, persistence, migrations, demo data, admin.
         .target(
             name: "StoreServer",
             dependencies: [
+                "COpenAPIDocument",
                 .product(name: "Models", package: "Models"),
                 .product(name: "PNG", package: "PNG"),
                 .product(name: "Auth", package: "Auth"),
@@ -182,7 +186,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Sources/StoreServer",
-            resources: [.copy("openapi.yaml")],
+            exclude: ["openapi.yaml"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -190,8 +194,11 @@ let package = Package(
             dependencies: [
                 "CommandSupport",
                 "StoreServer",
+                .product(name: "Models", package: "Models"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Apps/store-server",
             swiftSettings: swiftSettings
@@ -203,6 +210,8 @@ let package = Package(
                 "StoreServer",
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 // Built for the cross-process refresh test (a second client process).
                 .product(name: "AuthPeer", package: "Auth"),
                 .product(name: "Logging", package: "swift-log"),
@@ -314,6 +323,7 @@ package.targets += [
         dependencies: [
             .product(name: "ImageCache", package: "ImageCache"),
             .product(name: "Auth", package: "Auth"),
+            .product(name: "Plumbing", package: "Plumbing"),
             .product(name: "ImageCacheStressTool", package: "ImageCache"),
             .product(name: "Logging", package: "swift-log"),
         ],

@@ -294,7 +294,3 @@ enum RegionArgument {
         return PixelRect(x: x, y: y, width: w, height: h)
     }
 }
-
-/// Marks this executable as an app of the suite, so CStartup's constructor installs the stop
-/// signal handlers before any Swift code runs (see CStartup.h).
-@_cdecl("sf_startup_app_marker") func startupAppMarker() {}

@@ -104,11 +104,6 @@ extension DefaultsValue {
     }
 }
 
-/// Marks this executable as an app of the suite, so CStartup's constructor installs the stop
-/// signal handlers before any Swift code runs (test bundles linking CommandSupport do not
-/// define it and keep their own signal handling).
-@_cdecl("sf_startup_app_marker") func startupAppMarker() {}
-
 /// The store's failures as the entry point reports them: an invalid suite name or a value
 /// past the limits is a usage error (64), the rest 1.
 extension SharedStoreError: ReportableError {

@@ -46,6 +46,7 @@ let package = Package(
                 "ImageCache",
                 .product(name: "Auth", package: "Auth"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Plumbing", package: "Plumbing"),
             ],
             swiftSettings: swiftSettings
         ),

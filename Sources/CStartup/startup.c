@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
+#include <string.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t first_signal = 0;
@@ -87,13 +88,32 @@ void sf_signal_unblock(void) {
     sigprocmask(SIG_UNBLOCK, &stops, NULL);
 }
 
-// Only the apps define this marker (one `@_cdecl` line beside their `@main`); test bundles that link
-// CommandSupport do not, so their own signal handling is left alone.
-extern void sf_startup_app_marker(void) __attribute__((weak));
-
-// Runs when the executable's own initialisers run: after the dynamic loader has mapped and
-// relocated the libraries (tens of milliseconds for this many, before which any program's
-// signals take their default action) and before any Swift code.
-__attribute__((constructor)) static void sf_startup_early(void) {
-    if (sf_startup_app_marker) sf_startup_install();
+// Test runners link CommandSupport too (through the test targets), and keep their own signal
+// handling: the XCTest/Swift Testing bundle (`*.xctest`) and SwiftPM's `swiftpm-testing-helper`.
+// Every other executable that links this code gets the handlers, so no app can forget them.
+static int is_test_runner(void) {
+    char path[4096];
+    ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (length <= 0) return 0;
+    path[length] = '\0';
+    const char *name = strrchr(path, '/');
+    name = name ? name + 1 : path;
+    size_t size = strlen(name);
+    static const char bundle[] = ".xctest";
+    if (size >= sizeof bundle - 1 && strcmp(name + size - (sizeof bundle - 1), bundle) == 0) return 1;
+    return strcmp(name, "swiftpm-testing-helper") == 0;
 }
+
+static void sf_startup_early(void) {
+    if (!is_test_runner()) sf_startup_install();
+}
+
+// The earliest code an executable can run: its pre-initialisers, called by the dynamic loader
+// once it has mapped and relocated every library and before any library's initialiser
+// (Foundation's, the Swift runtime's, which take milliseconds) and before any Swift code. Only
+// an executable's own pre-initialisers run, which is where this file is linked.
+__attribute__((section(".preinit_array"), used)) static void (*const sf_startup_preinit)(void) =
+    sf_startup_early;
+
+// A fallback with the same effect where pre-initialisers are not run.
+__attribute__((constructor)) static void sf_startup_constructor(void) { sf_startup_early(); }

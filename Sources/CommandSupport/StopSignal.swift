@@ -8,23 +8,27 @@ import Synchronization
 
 /// SIGINT and SIGTERM for every app of the suite, the same way.
 ///
-/// The handlers are installed by `CStartup` before any Swift code runs (descriptors 0-2 made
-/// safe, SIGPIPE ignored), so no signal is lost or fatal at start. One watcher thread reads
+/// The handlers are installed by `CStartup` before any Swift code runs in every executable
+/// that links it (descriptors 0-2 made safe, SIGPIPE ignored; test runners excepted), so no
+/// signal is lost or fatal at start and no app can forget them. One watcher thread reads
 /// them. On the first, ``CommandMain`` cancels the running command (async work such as
 /// `scan`'s image loop or `watch`'s change loop ends at once and prints what it has whole),
 /// and the process exits 130 (SIGINT) or 143 (SIGTERM) as soon as the command returns, or
-/// after ``grace`` at the latest, not in the middle of a write to stdout or stderr unless
-/// that write is blocked (``exit(_:)`` waits ``writeWait`` for it): within 100 ms of the
-/// signal even while output is stuck on a full pipe. A second signal exits at once.
+/// after ``grace`` (90 ms unless the command allowed more) at the latest, not in the middle
+/// of a write to stdout or stderr unless that write is blocked (``exit(_:)`` waits
+/// ``writeWait`` for it): by default within 100 ms of the signal even while output is stuck
+/// on a full pipe. A second signal exits at once.
 public enum StopSignal {
-    /// How long a stopping command may take to wind down (print the whole records it has)
-    /// before the process exits anyway: with ``writeWait``, a stop takes 100 ms at most.
-    public static let grace: Duration = .milliseconds(90)
+    /// How long a stopping command may take to wind down before the process exits anyway,
+    /// unless the command allowed more (``allowGrace(_:)``).
+    /// With ``writeWait``, a stop takes 100 ms at most.
+    public static let defaultGrace: Duration = .milliseconds(90)
 
     private struct State {
         var watching = false
         var actions: [@Sendable () -> Void] = []
         var stopping = false
+        var grace = StopSignal.defaultGrace
     }
 
     private static let state = Mutex<State>(State())
@@ -53,6 +57,17 @@ public enum StopSignal {
     public static var exitStatus: ExitStatus? {
         guard let received else { return nil }
         return received == SIGTERM ? .terminated : .interrupted
+    }
+
+    /// How long a stopping command may take to wind down before the process exits anyway.
+    public static var grace: Duration { state.withLock { $0.grace } }
+
+    /// Lets a command that winds down slowly (a server answering its requests in flight) take
+    /// up to `grace` after the first stop signal before the process exits anyway. Set it
+    /// before the signal can matter: a grace period already running keeps its end. A second
+    /// signal still exits at once.
+    public static func allowGrace(_ grace: Duration) {
+        state.withLock { $0.grace = max(grace, defaultGrace) }
     }
 
     /// Runs `action` on the first stop signal (at once if one has arrived already).
@@ -134,12 +149,12 @@ public enum StopSignal {
                 )
             }
             first = Int32(byte)
-            deadline = .now + grace
-            let actions = state.withLock { state in
+            let (actions, grace) = state.withLock { state in
                 state.stopping = true
                 defer { state.actions = [] }
-                return state.actions
+                return (state.actions, state.grace)
             }
+            deadline = .now + grace
             for action in actions { action() }
         }
     }

@@ -7,46 +7,21 @@ internal import NIOCore
 internal import NIOPosix
 internal import ServiceLifecycle
 
-/// How to run the store server (the `serve` command's options).
-public struct StoreServerConfiguration: Sendable {
-    /// The address to listen on.
-    public var host: String = "127.0.0.1"
-    /// The port; 0 picks a free one (the `listening on` line tells which).
-    public var port: Int = 8080
-    /// The database.
-    public var database: DatabaseLocation = .defaultSQLite()
-    /// Load the demo data when the database has no stores yet.
-    public var demoData = false
-    /// PBKDF2 iterations for new password hashes (the sign-in cost).
-    public var passwordIterations = 600_000
-    /// Lifetime of access tokens in seconds.
-    public var accessTokenTTL: TimeInterval = 900
-    /// Lifetime of refresh tokens in seconds.
-    public var refreshTokenTTL: TimeInterval = 30 * 86_400
-    /// Accepted signature age in seconds (the replay window).
-    public var signatureWindow: Int64 = 300
-    /// Connections per event loop to PostgreSQL.
-    public var databaseConnections = 4
-    /// Called once the server listens, with the address it bound (`--port 0`).
-    public var onListening: (@Sendable (String, Int) -> Void)?
-
-    /// The defaults: `127.0.0.1:8080`, `$SHOPFLOOR_HOME/server/store.sqlite`.
-    public init() {}
-}
-
-/// The store server's parts, shared by the routes: database, configuration, auth.
+/// The store server's parts, built once: the database, the services that own the rules, and
+/// what the middleware needs.
 final class ServerContext: Sendable {
     let configuration: StoreServerConfiguration
     let database: StoreDatabase
     let repository: Repository
     let config: ConfigService
-    let users: UserRepository
-    let limiter: SignInLimiter
     let idempotency: IdempotencyStore
     let gate: AuthGate
-    let hasher: PasswordHasher
     let logger: Logger
-    let startedAt = Date()
+    let reservations: ReservationService
+    let customers: CustomerService
+    let catalog: CatalogService
+    let signIn: SignInService
+    let clientConfiguration: ClientConfigurationService
 
     init(configuration: StoreServerConfiguration, database: StoreDatabase, logger: Logger) {
         self.configuration = configuration
@@ -54,10 +29,7 @@ final class ServerContext: Sendable {
         self.logger = logger
         repository = Repository(database: database)
         config = ConfigService(database: database)
-        users = UserRepository(database: database)
-        limiter = SignInLimiter(database: database)
         idempotency = IdempotencyStore(database: database)
-        hasher = makePasswordHasher(iterations: configuration.passwordIterations)
         gate = AuthGate(
             database: database,
             accessTokenTTL: configuration.accessTokenTTL,
@@ -65,7 +37,49 @@ final class ServerContext: Sendable {
             window: configuration.signatureWindow,
             logger: logger
         )
+        customers = CustomerService(repository: repository, config: config)
+        reservations = ReservationService(
+            database: database,
+            repository: repository,
+            config: config,
+            customers: customers,
+            logger: logger
+        )
+        catalog = CatalogService(repository: repository)
+        signIn = SignInService(
+            users: UserRepository(database: database),
+            limiter: SignInLimiter(database: database),
+            hasher: makePasswordHasher(iterations: configuration.passwordIterations),
+            gate: gate,
+            logger: logger
+        )
+        clientConfiguration = ClientConfigurationService(repository: repository, config: config)
     }
+
+    /// The router: request ids and access logs, problem documents, then one controller per
+    /// resource on public, signed and idempotent route groups. Returns the routes it added.
+    func makeRouter() -> (Router<StoreRequestContext>, [RegisteredRoute]) {
+        let router = Router(context: StoreRequestContext.self)
+        router.add(middleware: AccessLogMiddleware())
+        router.add(middleware: ProblemMiddleware())
+        let log = RouteLog()
+        let routes = RouteGroups(router: router, log: log, gate: gate, idempotency: idempotency)
+        HealthController(database: database, metrics: configuration.metrics).addRoutes(to: routes)
+        ClientConfigurationController(service: clientConfiguration).addRoutes(to: routes)
+        AuthController(service: signIn).addRoutes(to: routes)
+        StoreController(service: catalog).addRoutes(to: routes)
+        ReservationController(service: reservations).addRoutes(to: routes)
+        CustomerController(service: customers).addRoutes(to: routes)
+        ProductController(service: catalog).addRoutes(to: routes)
+        return (router, log.all)
+    }
+}
+
+/// Auth's hasher at `iterations`; below Auth's floor (100,000) only for tests and benchmarks.
+func makePasswordHasher(iterations: Int) -> PasswordHasher {
+    iterations >= PasswordHasher.minimumIterations
+        ? PasswordHasher(iterations: iterations)
+        : PasswordHasher.insecureForTesting(iterations: iterations)
 }
 
 /// Opens the database, runs pending migrations, creates the configuration defaults and
@@ -97,6 +111,12 @@ public func prepareDatabase(
         throw error
     } catch {
         await database.shutdown()
+        if let reason = PostgresFailure.reason(error) {
+            throw DatabaseError(
+                .unavailable,
+                "database '\(location)' could not be prepared: \(reason)"
+            )
+        }
         throw DatabaseError(
             .unavailable,
             "database '\(location)' could not be prepared",
@@ -114,6 +134,13 @@ public func buildApplication(
     configuration: StoreServerConfiguration,
     logger: Logger = Logger(label: "store-server")
 ) async throws -> some ApplicationProtocol {
+    try await makeApplication(configuration: configuration, logger: logger).application
+}
+
+/// The application and the routes it serves.
+func makeApplication(configuration: StoreServerConfiguration, logger: Logger) async throws -> (
+    application: some ApplicationProtocol, routes: [RegisteredRoute]
+) {
     let database = try await prepareDatabase(
         configuration.database,
         demoData: configuration.demoData,
@@ -121,28 +148,36 @@ public func buildApplication(
         maxConnections: configuration.databaseConnections,
         logger: logger
     )
-    StoreMetrics.bootstrap()
     let context = ServerContext(configuration: configuration, database: database, logger: logger)
-    let router = Routes(context: context).makeRouter()
+    let (router, routes) = context.makeRouter()
     let onListening = configuration.onListening
+    let notifier = configuration.notifier
+    var services: [any Service] = [
+        DatabaseCloser(database: database), Housekeeping(context: context),
+    ]
+    if let notifier {
+        services.append(SystemdWatchdog(notifier: notifier, database: database, logger: logger))
+    }
     var application = Application(
         router: router,
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port),
             serverName: nil
         ),
-        services: [DatabaseCloser(database: database), Housekeeping(context: context)],
+        services: services,
         onServerRunning: { channel in
             let address = channel.localAddress
             onListening?(
                 address?.ipAddress ?? configuration.host,
                 address?.port ?? configuration.port
             )
+            // The database was opened and migrated before the listener: ready.
+            notifier?.send("READY=1\nSTATUS=serving on port \(address?.port ?? configuration.port)")
         },
         logger: logger
     )
     application.logger.logLevel = logger.logLevel
-    return application
+    return (application, routes)
 }
 
 /// Closes the database pool when the service group shuts down (after the server drained).
@@ -179,40 +214,66 @@ struct Housekeeping: Service {
     }
 }
 
-/// A store server running in this process (tests, benchmarks): started on `configuration`'s
-/// address, stopped gracefully by ``stop()``.
+/// A store server running in this process (the `serve` command, tests, benchmarks): started
+/// on `configuration`'s address, stopped gracefully by ``stop()``. It handles no signals itself;
+/// whoever runs it decides when to stop it.
 public final class RunningStoreServer: Sendable {
     /// `http://host:port`.
     public let url: URL
+    /// The routes it serves, in the order they were added.
+    public let routes: [RegisteredRoute]
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
+    private let drainTimeout: Duration
 
-    private init(url: URL, group: ServiceGroup, task: Task<Void, any Error>) {
+    private init(
+        url: URL,
+        routes: [RegisteredRoute],
+        group: ServiceGroup,
+        task: Task<Void, any Error>,
+        drainTimeout: Duration
+    ) {
         self.url = url
+        self.routes = routes
         self.group = group
         self.task = task
+        self.drainTimeout = drainTimeout
     }
 
-    /// Builds and starts the server; returns once it listens.
+    /// Builds and starts the server; returns once it listens (after `configuration`'s own
+    /// `onListening` ran).
+    /// - Throws: `DatabaseError` when the database cannot be prepared, or the error that
+    ///   stopped the server before it listened (an address in use).
     public static func start(
         configuration: StoreServerConfiguration,
         logger: Logger = Logger(label: "store-server")
     ) async throws -> RunningStoreServer {
         var configuration = configuration
         let (stream, continuation) = AsyncStream<Int>.makeStream()
-        configuration.onListening = { _, port in
+        let announce = configuration.onListening
+        configuration.onListening = { host, port in
+            announce?(host, port)
             continuation.yield(port)
             continuation.finish()
         }
-        let application = try await buildApplication(configuration: configuration, logger: logger)
+        let (application, routes) = try await makeApplication(
+            configuration: configuration,
+            logger: logger
+        )
         let group = ServiceGroup(
             configuration: .init(
                 services: [application],
                 gracefulShutdownSignals: [],
+                cancellationSignals: [],
                 logger: logger
             )
         )
-        let task = Task { try await group.run() }
+        // Unstructured: cancelling whoever started the server must not cut its requests off;
+        // stop() drains them.
+        let task = Task {
+            defer { continuation.finish() }
+            try await group.run()
+        }
         var iterator = stream.makeAsyncIterator()
         guard let port = await iterator.next() else {
             try await task.value
@@ -221,14 +282,30 @@ public final class RunningStoreServer: Sendable {
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         return RunningStoreServer(
             url: URL(string: "http://\(host):\(port)")!,
+            routes: routes,
             group: group,
-            task: task
+            task: task,
+            drainTimeout: configuration.drainTimeout
         )
     }
 
-    /// Stops accepting connections, answers the requests in flight, closes the database.
+    /// Stops accepting connections and answers the requests in flight; after the
+    /// configuration's drain timeout it closes the connections that are left. Then the
+    /// database is closed.
     public func stop() async {
         await group.triggerGracefulShutdown()
+        let task = self.task
+        let watchdog = Task { [drainTimeout] in
+            try await Task.sleep(for: drainTimeout)
+            task.cancel()
+        }
         _ = try? await task.value
+        watchdog.cancel()
+    }
+
+    /// Waits until the server has stopped (after ``stop()``, or a failure).
+    /// - Throws: the error that stopped it.
+    public func wait() async throws {
+        try await task.value
     }
 }

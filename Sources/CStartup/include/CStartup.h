@@ -1,5 +1,6 @@
 // Process start-up for the suite's command-line apps: standard descriptors and stop signals,
-// set up before any Swift code runs. Used by Apps/CommandSupport only.
+// set up before any Swift code runs, by a constructor in every executable that links this
+// target (test runners excepted). Used by Sources/CommandSupport only.
 #ifndef SHOPFLOOR_CSTARTUP_H
 #define SHOPFLOOR_CSTARTUP_H
 

@@ -158,10 +158,11 @@ struct Repository: Sendable {
         return String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
     }
 
+    /// Inserts a reservation; false (nothing inserted) when its confirmation code is taken.
     static func insert(_ reservation: Reservation, store: Store, now: Date, on sql: any SQLDatabase)
-        async throws
+        async throws -> Bool
     {
-        try await sql.raw(
+        try await !sql.raw(
             """
             INSERT INTO reservations (id, code, version, status, starts_at, ends_at, local_date, store_id, customer_id, party_size, topic, notes, created_at, updated_at)
             VALUES (\(bind: reservation.id.uuidString), \(bind: reservation.confirmationCode.compact), \(bind: reservation.version),
@@ -169,8 +170,9 @@ struct Repository: Sendable {
                     \(bind: localDate(reservation.startsAt, in: store)), \(bind: reservation.storeID.uuidString), \(bind: reservation.customerID.uuidString),
                     \(bind: reservation.partySize), \(bind: reservation.topic), \(bind: reservation.notes),
                     \(bind: DBTime.millis(now)), \(bind: DBTime.millis(now)))
+            ON CONFLICT (code) DO NOTHING RETURNING id
             """
-        ).run()
+        ).all().isEmpty
     }
 
     /// Writes `updated` if the stored version is still `expectedVersion` (compare-and-set);

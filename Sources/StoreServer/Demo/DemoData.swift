@@ -249,8 +249,9 @@ public enum DemoData {
                 topic: topics[Int(random.next() % UInt64(topics.count))],
                 notes: index % 7 == 0 ? "Customer asked for a quiet corner." : nil
             )
-            try await Repository.insert(reservation, store: store, now: created, on: sql)
-            summary.reservations += 1
+            if try await Repository.insert(reservation, store: store, now: created, on: sql) {
+                summary.reservations += 1
+            }
         }
 
         let imageTime = try RFC3339.date(from: "2026-01-05T09:00:00Z")
@@ -266,7 +267,7 @@ public enum DemoData {
             try await sql.raw(
                 """
                 INSERT INTO product_images (gtin, png, etag, updated_at)
-                VALUES (\(bind: product.gtin.gtin14), \(bind: png), \(bind: Routes.shortHash(png)), \(bind: DBTime.millis(imageTime)))
+                VALUES (\(bind: product.gtin.gtin14), \(bind: png), \(bind: EntityTag.shortHash(png)), \(bind: DBTime.millis(imageTime)))
                 """
             ).run()
             summary.products += 1

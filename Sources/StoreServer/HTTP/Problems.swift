@@ -5,14 +5,43 @@ internal import Hummingbird
 public import Models
 internal import NIOCore
 
-/// An error a route answers with: a problem document and extra headers.
-struct APIError: Error, Sendable {
+/// A failure the server answers with: an RFC 9457 problem document (`application/problem+json`)
+/// and extra headers. Services and controllers throw it; as Hummingbird's `HTTPResponseError`
+/// it becomes its own response, with the request id in `instance` for a 5xx.
+struct APIError: Error, Sendable, HTTPResponseError, CustomStringConvertible {
     var problem: APIProblem
     var headers: [(HTTPField.Name, String)] = []
 
     init(_ problem: APIProblem, headers: [(HTTPField.Name, String)] = []) {
         self.problem = problem
         self.headers = headers
+    }
+
+    var status: HTTPResponse.Status { HTTPResponse.Status(code: problem.status) }
+
+    var description: String { "\(problem.status) \(problem.type): \(problem.detail ?? "")" }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        response(requestID: (context as? StoreRequestContext)?.requestID)
+    }
+
+    /// The problem document as a response; a 5xx names `requestID` in `instance`.
+    func response(requestID: String?) -> Response {
+        var problem = problem
+        if problem.status >= 500, problem.instance == nil, let requestID, !requestID.isEmpty {
+            problem.instance = "urn:shopfloor:request:\(requestID)"
+        }
+        let data =
+            (try? JSONEncoder.shopfloor.encode(problem))
+            ?? Data(
+                #"{"status":500,"title":"Internal error","type":"\#(ProblemType.internal)"}"#.utf8
+            )
+        return Reply.bytes(
+            data,
+            status: status,
+            contentType: APIProblem.mediaType,
+            headers: headers
+        )
     }
 
     static func badRequest(_ detail: String) -> APIError {
@@ -50,6 +79,11 @@ struct APIError: Error, Sendable {
         validation([APIProblem.FieldError(error)])
     }
 
+    /// 422 naming `field` (an unknown store or customer, …).
+    static func unknownValue(_ field: String, _ message: String) -> APIError {
+        validation([APIProblem.FieldError(field: field, code: "unknownValue", message: message)])
+    }
+
     static func featureDisabled(_ flag: String, store: Store) -> APIError {
         APIError(
             APIProblem(
@@ -73,7 +107,7 @@ struct APIError: Error, Sendable {
         )
     }
 
-    static func unavailable(_ detail: String) -> APIError {
+    static func unavailable(_ detail: String, retryAfter: Int = 1) -> APIError {
         APIError(
             APIProblem(
                 type: ProblemType.unavailable,
@@ -81,9 +115,18 @@ struct APIError: Error, Sendable {
                 status: 503,
                 detail: detail
             ),
-            headers: [(.retryAfter, "1")]
+            headers: [(.retryAfter, String(retryAfter))]
         )
     }
+
+    static let `internal` = APIError(
+        APIProblem(
+            type: ProblemType.internal,
+            title: "Internal error",
+            status: 500,
+            detail: "The server could not answer; the request id is in 'instance'."
+        )
+    )
 
     static func auth(_ problem: ProblemDetails, headers: [(HTTPField.Name, String)] = [])
         -> APIError
@@ -100,86 +143,40 @@ struct APIError: Error, Sendable {
     }
 }
 
-/// A route's answer before it becomes a `Response`: kept as bytes so an idempotent
-/// request's answer can be stored and replayed.
-struct Answer: Sendable {
-    var status: HTTPResponse.Status = .ok
-    var contentType: String?
-    var headers: [(HTTPField.Name, String)] = []
-    var body: Data = Data()
-
-    var response: Response {
-        var fields = HTTPFields()
-        if let contentType { fields[.contentType] = contentType }
-        for (name, value) in headers { fields.append(HTTPField(name: name, value: value)) }
-        if body.isEmpty { return Response(status: status, headers: fields) }
-        return Response(
-            status: status,
-            headers: fields,
-            body: .init(byteBuffer: ByteBuffer(data: body))
-        )
-    }
-
-    init(
-        status: HTTPResponse.Status = .ok,
-        contentType: String? = nil,
-        headers: [(HTTPField.Name, String)] = [],
-        body: Data = Data()
-    ) {
-        self.status = status
-        self.contentType = contentType
-        self.headers = headers
-        self.body = body
-    }
-
-    init(_ error: APIError, requestID: String?) {
-        var problem = error.problem
-        if problem.status >= 500, problem.instance == nil, let requestID {
-            problem.instance = "urn:shopfloor:request:\(requestID)"
-        }
-        let data =
-            (try? JSONEncoder.shopfloor.encode(problem))
-            ?? Data(
-                #"{"status":500,"title":"Internal error","type":"https://shopfloor.dev/problems/internal"}"#
-                    .utf8
-            )
-        self.init(
-            status: HTTPResponse.Status(code: problem.status),
-            contentType: APIProblem.mediaType,
-            headers: error.headers,
-            body: data
-        )
-    }
-}
-
-/// Building answers.
+/// Building responses from bytes (so the idempotency middleware can store and replay them).
 enum Reply {
     static let jsonType = "application/json"
 
+    /// `value` as JSON in the suite's wire form.
     static func json(
         _ value: some Encodable,
         status: HTTPResponse.Status = .ok,
         headers: [(HTTPField.Name, String)] = []
-    ) throws -> Answer {
-        Answer(
+    ) throws -> Response {
+        bytes(
+            try JSONEncoder.shopfloor.encode(value),
             status: status,
             contentType: jsonType,
-            headers: headers,
-            body: try JSONEncoder.shopfloor.encode(value)
+            headers: headers
         )
     }
 
+    /// `data` with a content type and headers; no body when `data` is empty.
     static func bytes(
         _ data: Data,
         status: HTTPResponse.Status = .ok,
-        contentType: String,
+        contentType: String?,
         headers: [(HTTPField.Name, String)] = []
-    ) -> Answer {
-        Answer(status: status, contentType: contentType, headers: headers, body: data)
-    }
-
-    static func problem(_ error: APIError, requestID: String?) -> Response {
-        Answer(error, requestID: requestID).response
+    ) -> Response {
+        var fields = HTTPFields()
+        if let contentType { fields[.contentType] = contentType }
+        for (name, value) in headers { fields.append(HTTPField(name: name, value: value)) }
+        if data.isEmpty { return Response(status: status, headers: fields) }
+        return Response(
+            status: status,
+            headers: fields,
+            body: ResponseBody(byteBuffer: ByteBuffer(data: data))
+        )
     }
 }
 

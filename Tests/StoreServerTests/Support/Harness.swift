@@ -1,7 +1,9 @@
 import Auth
 import Foundation
 import Logging
+import Metrics
 import Models
+import Prometheus
 import StoreServer
 import Synchronization
 import Testing
@@ -116,11 +118,23 @@ extension PostgresCluster {
     }
 }
 
+/// The test process's metrics, routed to one Prometheus registry as `store-server serve` does
+/// (swift-metrics is bootstrapped once per process).
+enum TestMetrics {
+    static let registry: PrometheusCollectorRegistry = {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return registry
+    }()
+}
+
 /// A server in this process on a fresh demo database, stopped by `stop()`.
 struct TestServer: Sendable {
     let server: RunningStoreServer
     let location: DatabaseLocation
     var url: URL { server.url }
+    /// The routes the server serves.
+    var routes: [RegisteredRoute] { server.routes }
 
     static func start(
         _ kind: DatabaseKind,
@@ -141,6 +155,7 @@ struct TestServer: Sendable {
         configuration.database = location
         configuration.passwordIterations = testPasswordCost
         configuration.accessTokenTTL = accessTokenTTL
+        configuration.metrics = TestMetrics.registry
         let server = try await RunningStoreServer.start(
             configuration: configuration,
             logger: TestDatabases.logger

@@ -1,5 +1,7 @@
 import Foundation
+import Plumbing
 import Logging
+import Plumbing
 import Testing
 
 @testable import ImageCache
@@ -209,7 +211,7 @@ struct ProcessTests {
             id: 0xDEAD_BEEF,
             pid: deadPID,
             bytes: 80_000,
-            startedAt: UInt64(Date().timeIntervalSince1970 * 1_000_000)
+            startedAt: POSIX.nowMicroseconds()
         )
         header.reservedBytes += 80_000
         page.replaceSubrange(0..<IndexHeader.pageSize, with: header.encode())

@@ -154,24 +154,14 @@ public struct NewReservation: Sendable, Hashable, Codable {
 
     /// Checks the rules in the type's documentation.
     public func validate() throws(ValidationError) {
-        guard endsAt > startsAt else {
-            throw ValidationError(
-                field: "endsAt",
-                code: .invalidOrder,
-                reason:
-                    "\(RFC3339.string(from: endsAt)) is not after startsAt \(RFC3339.string(from: startsAt))"
-            )
-        }
-        guard ModelLimits.partySize.contains(partySize) else {
-            throw ValidationError(
-                field: "partySize",
-                code: .outOfRange,
-                reason:
-                    "\(partySize) is outside \(ModelLimits.partySize.lowerBound)…\(ModelLimits.partySize.upperBound)"
-            )
-        }
-        try Check.name(topic, field: "topic", strict: true)
-        if let notes { try Check.text(notes, field: "notes", strict: true) }
+        try ReservationRules.checkDetails(
+            startsAt: startsAt,
+            endsAt: endsAt,
+            partySize: partySize,
+            topic: topic,
+            notes: notes,
+            strict: true
+        )
         switch (customerID, customer) {
         case (nil, nil):
             throw ValidationError(
@@ -270,24 +260,12 @@ public struct ReservationChanges: Sendable, Hashable, Codable {
                 reason: "give at least one of startsAt, endsAt, partySize, topic, notes"
             )
         }
-        if let startsAt, let endsAt, endsAt <= startsAt {
-            throw ValidationError(
-                field: "endsAt",
-                code: .invalidOrder,
-                reason:
-                    "\(RFC3339.string(from: endsAt)) is not after startsAt \(RFC3339.string(from: startsAt))"
-            )
+        if let startsAt, let endsAt {
+            try ReservationRules.checkOrder(startsAt: startsAt, endsAt: endsAt)
         }
-        if let partySize, !ModelLimits.partySize.contains(partySize) {
-            throw ValidationError(
-                field: "partySize",
-                code: .outOfRange,
-                reason:
-                    "\(partySize) is outside \(ModelLimits.partySize.lowerBound)…\(ModelLimits.partySize.upperBound)"
-            )
-        }
-        if let topic { try Check.name(topic, field: "topic", strict: true) }
-        if let notes { try Check.text(notes, field: "notes", strict: true) }
+        if let partySize { try ReservationRules.checkPartySize(partySize) }
+        if let topic { try ReservationRules.checkTopic(topic, strict: true) }
+        if let notes { try ReservationRules.checkNotes(notes, strict: true) }
     }
 
     private enum CodingKeys: String, CodingKey { case startsAt, endsAt, partySize, topic, notes }
@@ -471,6 +449,8 @@ public enum ProblemType {
     public static let notFound = base + "not-found"
     /// 409: a status move the transition table does not allow; see ``APIProblem/from``.
     public static let invalidTransition = base + "invalid-transition"
+    /// 409: an edit of a reservation whose status keeps it as it is (``ReservationRules``).
+    public static let notEditable = base + "not-editable"
     /// 412: `If-Match` names an old version; see ``APIProblem/currentVersion``.
     public static let versionMismatch = base + "version-mismatch"
     /// 428: a `PATCH` without `If-Match`.

@@ -2,9 +2,10 @@ public import Foundation
 
 /// A customer's appointment at a store (a fitting, a consultation, a pickup).
 ///
-/// Rules (checked by ``validate()``, the initialiser and decoding): `endsAt` after
-/// `startsAt`; `partySize` in ``ModelLimits/partySize`` (1…50); `topic` non-empty, single line,
-/// at most 200 characters; `notes` at most 2000; `version` in 1…2⁵³.
+/// Rules (``ReservationRules``, checked by ``validate()``, the initialiser and decoding):
+/// `endsAt` after `startsAt`; `partySize` 1…50; `topic` non-empty, single line, at most 200
+/// characters; `notes` at most 2000; `version` in 1…2⁵³. Edits go through
+/// ``applying(_:storeMaximumPartySize:)``, status changes through ``transition(to:)``.
 public struct Reservation: Sendable, Hashable, Codable, Identifiable {
     /// The reservation's id.
     public var id: UUID
@@ -76,24 +77,13 @@ public struct Reservation: Sendable, Hashable, Codable, Identifiable {
                 reason: "\(version) is outside 1…2^53"
             )
         }
-        guard endsAt > startsAt else {
-            throw ValidationError(
-                field: "endsAt",
-                code: .invalidOrder,
-                reason:
-                    "\(RFC3339.string(from: endsAt)) is not after startsAt \(RFC3339.string(from: startsAt))"
-            )
-        }
-        guard ModelLimits.partySize.contains(partySize) else {
-            throw ValidationError(
-                field: "partySize",
-                code: .outOfRange,
-                reason:
-                    "\(partySize) is outside \(ModelLimits.partySize.lowerBound)…\(ModelLimits.partySize.upperBound)"
-            )
-        }
-        try Check.name(topic, field: "topic")
-        if let notes { try Check.text(notes, field: "notes") }
+        try ReservationRules.checkDetails(
+            startsAt: startsAt,
+            endsAt: endsAt,
+            partySize: partySize,
+            topic: topic,
+            notes: notes
+        )
     }
 
     private enum CodingKeys: String, CodingKey {

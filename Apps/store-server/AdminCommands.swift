@@ -1,0 +1,163 @@
+import ArgumentParser
+import CommandSupport
+import Foundation
+import Logging
+import Models
+import StoreServer
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Apply pending schema migrations and exit."
+    )
+    @OptionGroup var options: DatabaseOptions
+
+    func run() async throws {
+        try await runAdmin(options) { _ in
+            if !options.common.quiet { Console.note("database \(options.location) is up to date") }
+        }
+    }
+}
+
+struct Seed: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "seed",
+        abstract: "Load the deterministic demo data (into a database without stores)."
+    )
+    @Flag(help: "The demo data set (required).") var demo = false
+    @OptionGroup var options: DatabaseOptions
+
+    func validate() throws {
+        guard demo else { throw ValidationError("say which data to load: --demo") }
+    }
+
+    func run() async throws {
+        try await runAdmin(options) { admin in
+            let summary = try await admin.seedDemo()
+            if summary.loaded {
+                try StandardOutput.line(
+                    "loaded \(summary.stores) stores, \(summary.customers) customers, \(summary.reservations) reservations, \(summary.products) products, user \(DemoData.username)"
+                )
+            } else {
+                Console.warning("the database already has stores; demo data not loaded")
+            }
+        }
+    }
+}
+
+/// Reads a password from stdin: everything up to the end, one trailing newline dropped.
+func readPassword() throws -> String {
+    let data = FileHandle.standardInput.readDataToEndOfFile()
+    guard var text = String(data: data, encoding: .utf8) else {
+        throw CommandError.usage("the password on stdin is not UTF-8")
+    }
+    if text.hasSuffix("\r\n") {
+        text.removeLast(2)
+    } else if text.hasSuffix("\n") {
+        text.removeLast()
+    }
+    guard !text.isEmpty else {
+        throw CommandError.usage(
+            "no password on stdin (pipe it in: printf '%s' \"$PASSWORD\" | store-server user add NAME)"
+        )
+    }
+    return text
+}
+
+struct UserCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "user",
+        abstract: "Manage associates (passwords are read from stdin).",
+        subcommands: [Add.self, List.self, Passwd.self, Remove.self]
+    )
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "add",
+            abstract: "Add an associate; the password comes from stdin."
+        )
+        @Argument(help: "The user name (letters, digits, '.', '_', '-').") var name: String
+        @Option(help: "The name shown to people (default: the user name).") var displayName: String?
+        @Option(help: "The associate's home store id.") var homeStore: String?
+        @OptionGroup var options: DatabaseOptions
+
+        func run() async throws {
+            var store: UUID?
+            if let homeStore {
+                guard let id = UUID(uuidString: homeStore) else {
+                    throw CommandError.usage("--home-store '\(homeStore)' is not a store UUID")
+                }
+                store = id
+            }
+            let password = try readPassword()
+            try await runAdmin(options) { admin in
+                let associate = try await admin.addUser(
+                    name,
+                    password: password,
+                    displayName: displayName,
+                    homeStoreID: store
+                )
+                if !options.common.quiet { Console.note("added user \(associate.username)") }
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list",
+            abstract: "List associates (JSON with --json)."
+        )
+        @OptionGroup var options: DatabaseOptions
+
+        func run() async throws {
+            try await runAdmin(options) { admin in
+                let users = try await admin.listUsers()
+                if options.common.json {
+                    let page = Page(items: users.map(\.associate), nextCursor: nil)
+                    try StandardOutput.line(
+                        String(decoding: try JSONEncoder.shopfloor.encode(page), as: UTF8.self)
+                    )
+                } else {
+                    for user in users {
+                        try StandardOutput.line(
+                            "\(user.associate.username)\t\(user.associate.displayName)\t\(user.associate.homeStoreID?.uuidString ?? "-")"
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    struct Passwd: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "passwd",
+            abstract: "Set an associate's password from stdin (signs them out everywhere)."
+        )
+        @Argument(help: "The user name.") var name: String
+        @OptionGroup var options: DatabaseOptions
+
+        func run() async throws {
+            let password = try readPassword()
+            try await runAdmin(options) { admin in
+                try await admin.setPassword(name, password: password)
+                if !options.common.quiet { Console.note("password of \(name) changed") }
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "remove",
+            abstract: "Remove an associate and end their sessions."
+        )
+        @Argument(help: "The user name.") var name: String
+        @OptionGroup var options: DatabaseOptions
+
+        func run() async throws {
+            try await runAdmin(options) { admin in
+                try await admin.removeUser(name)
+                if !options.common.quiet { Console.note("removed user \(name)") }
+            }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import CommandSupport
+import Foundation
+import Logging
+import Metrics
+import Prometheus
+import StoreServer
+
+/// `store-server serve`: the API until SIGINT or SIGTERM.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the API (first stdout line: listening on http://HOST:PORT).",
+        discussion: """
+            SIGINT or SIGTERM stops accepting connections and answers the requests in flight \
+            (for at most --drain-timeout seconds, then closes what is left), then exits 130 or \
+            143; a second signal exits at once.
+            """
+    )
+
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on (0: any free port).") var port = 8080
+    @Flag(help: "Load the demo data first when the database has no stores.") var demoData = false
+    @Option(help: "Access token lifetime in seconds.") var accessTokenTtl = 900
+    @Option(help: "Refresh token lifetime in seconds.") var refreshTokenTtl = 30 * 86_400
+    @Option(help: "PostgreSQL connections per event loop.") var databaseConnections = 4
+    @Option(help: "Seconds a stop waits for requests in flight before closing them.")
+    var drainTimeout = 10
+    @OptionGroup var options: DatabaseOptions
+
+    func validate() throws {
+        guard (0...65_535).contains(port) else {
+            throw ValidationError("--port must be 0…65535, got \(port)")
+        }
+        guard accessTokenTtl >= 1 else {
+            throw ValidationError("--access-token-ttl must be at least 1 second")
+        }
+        guard refreshTokenTtl >= accessTokenTtl else {
+            throw ValidationError("--refresh-token-ttl must be at least --access-token-ttl")
+        }
+        guard (1...64).contains(databaseConnections) else {
+            throw ValidationError("--database-connections must be 1…64")
+        }
+        guard (0...3600).contains(drainTimeout) else {
+            throw ValidationError("--drain-timeout must be 0…3600 seconds, got \(drainTimeout)")
+        }
+    }
+
+    func run() async throws {
+        // The drain may take its time; the process exits by itself shortly after it.
+        StopSignal.allowGrace(.seconds(drainTimeout + 5))
+        let logger = options.logger("store-server", defaultLevel: .info)
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        var configuration = StoreServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.database = options.location
+        configuration.demoData = demoData
+        configuration.passwordIterations = options.passwordCost
+        configuration.accessTokenTTL = TimeInterval(accessTokenTtl)
+        configuration.refreshTokenTTL = TimeInterval(refreshTokenTtl)
+        configuration.databaseConnections = databaseConnections
+        configuration.drainTimeout = .seconds(drainTimeout)
+        configuration.metrics = registry
+        configuration.notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
+        let displayHost = host.contains(":") ? "[\(host)]" : host
+        configuration.onListening = { _, port in
+            do {
+                try StandardOutput.line("listening on http://\(displayHost):\(port)")
+            } catch {
+                Console.warning("\(error); serving on port \(port) all the same")
+            }
+        }
+        let server: RunningStoreServer
+        do {
+            server = try await RunningStoreServer.start(
+                configuration: configuration,
+                logger: logger
+            )
+        } catch {
+            throw CommandError.failure("\(error)")
+        }
+        StopSignal.onStop { Task { await server.stop() } }
+        do {
+            try await server.wait()
+        } catch {
+            throw CommandError.failure("\(error)")
+        }
+    }
+}

@@ -1,0 +1,37 @@
+public import Foundation
+public import Prometheus
+
+/// How to run the store server (the `serve` command's options).
+public struct StoreServerConfiguration: Sendable {
+    /// The address to listen on.
+    public var host: String = "127.0.0.1"
+    /// The port; 0 picks a free one (the `listening on` line tells which).
+    public var port: Int = 8080
+    /// The database.
+    public var database: DatabaseLocation = .defaultSQLite()
+    /// Load the demo data when the database has no stores yet.
+    public var demoData = false
+    /// PBKDF2 iterations for new password hashes (the sign-in cost).
+    public var passwordIterations = 600_000
+    /// Lifetime of access tokens in seconds.
+    public var accessTokenTTL: TimeInterval = 900
+    /// Lifetime of refresh tokens in seconds.
+    public var refreshTokenTTL: TimeInterval = 30 * 86_400
+    /// Accepted signature age in seconds (the replay window).
+    public var signatureWindow: Int64 = 300
+    /// Connections per event loop to PostgreSQL.
+    public var databaseConnections = 4
+    /// How long a graceful stop waits for the requests in flight before it closes what is left.
+    public var drainTimeout: Duration = .seconds(10)
+    /// The registry the executable routed swift-metrics to, rendered by `GET /metrics`; nil
+    /// serves an empty page (the library never bootstraps a metrics backend itself).
+    public var metrics: PrometheusCollectorRegistry?
+    /// systemd's notify socket (`Type=notify`): `READY=1` once listening, watchdog pings while
+    /// the event loops and the database answer. Nil outside systemd.
+    public var notifier: SystemdNotifier?
+    /// Called once the server listens, with the address it bound (`--port 0`).
+    public var onListening: (@Sendable (String, Int) -> Void)?
+
+    /// The defaults: `127.0.0.1:8080`, `$SHOPFLOOR_HOME/server/store.sqlite`.
+    public init() {}
+}

@@ -1,0 +1,29 @@
+internal import Foundation
+internal import HTTPTypes
+internal import Hummingbird
+internal import Logging
+
+/// The gate of every signed route: collects the body (413 over `bodyLimit`), checks the bearer
+/// token and the request signature over method, target and body (401 otherwise), and hands the
+/// caller on in ``StoreRequestContext/signedIn``. Routes behind it read the collected body.
+struct SignatureMiddleware: RouterMiddleware {
+    typealias Context = StoreRequestContext
+
+    let gate: AuthGate
+    var bodyLimit: Int = BodyLimit.json
+
+    func handle(
+        _ request: Request,
+        context: StoreRequestContext,
+        next: (Request, StoreRequestContext) async throws -> Response
+    ) async throws -> Response {
+        var request = request
+        let body = try await request.collect(limit: bodyLimit)
+        let signedIn = try await gate.authenticate(request, body: body)
+        var context = context
+        context.signedIn = signedIn
+        context.logger[metadataKey: "subject"] = .string(signedIn.subject)
+        context.logger[metadataKey: "keyid"] = .string(signedIn.keyID)
+        return try await next(request, context)
+    }
+}

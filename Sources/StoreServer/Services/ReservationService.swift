@@ -1,0 +1,251 @@
+internal import Foundation
+internal import Logging
+internal import Models
+
+/// Reservations: search, booking, status changes and edits, each checked against Models'
+/// ``ReservationRules`` and the store's flags; a refusal is an ``APIError`` that says why.
+struct ReservationService: Sendable {
+    let database: StoreDatabase
+    let repository: Repository
+    let config: ConfigService
+    let customers: CustomerService
+    let logger: Logger
+
+    /// How often a compare-and-set write is retried when another change came first.
+    private static let attempts = 20
+
+    /// A page of reservations matching `filter`.
+    func search(_ filter: Repository.ReservationFilter, _ page: PageRequest) async throws -> Page<
+        ReservationDetail
+    > {
+        try await repository.reservations(filter, page)
+    }
+
+    /// The reservation `id`.
+    /// - Throws: a 404 when there is none.
+    func reservation(id: UUID) async throws -> ReservationDetail {
+        guard let detail = try await repository.reservation(id: id) else {
+            throw APIError.notFound("reservation \(id.uuidString) does not exist")
+        }
+        return detail
+    }
+
+    /// The reservation with confirmation code `code`.
+    /// - Throws: a 404 when there is none.
+    func reservation(code: ConfirmationCode) async throws -> ReservationDetail {
+        guard let detail = try await repository.reservation(code: code) else {
+            throw APIError.notFound("no reservation has confirmation code \(code)")
+        }
+        return detail
+    }
+
+    /// Books a reservation, confirmed at once, for an existing customer or a new one from the
+    /// form values.
+    /// - Throws: a 422 naming the field (unknown store or customer, a rule broken, a form field),
+    ///   a 403 when the store takes no new reservations.
+    func create(_ new: NewReservation, by subject: String, now: Date = Date()) async throws
+        -> ReservationDetail
+    {
+        guard let store = try await repository.store(id: new.storeID) else {
+            throw APIError.unknownValue("storeID", "store \(new.storeID.uuidString) does not exist")
+        }
+        let snapshot = try await config.current()
+        guard snapshot.isEnabled(KnownFlag.newReservationsEnabled, for: store) else {
+            throw APIError.featureDisabled(KnownFlag.newReservationsEnabled, store: store)
+        }
+        do {
+            try ReservationRules.checkPartySize(
+                new.partySize,
+                storeMaximum: snapshot.number(KnownFlag.maxPartySize, for: store)
+            )
+        } catch {
+            throw APIError.validation(error)
+        }
+        let customer: Customer
+        var formValues: [String: String]?
+        if let customerID = new.customerID {
+            guard let found = try await repository.customer(id: customerID) else {
+                throw APIError.unknownValue(
+                    "customerID",
+                    "customer \(customerID.uuidString) does not exist"
+                )
+            }
+            customer = found
+        } else {
+            let form = try await customers.newCustomer(
+                from: new.customer ?? [:],
+                store: store,
+                now: now,
+                prefix: "customer."
+            )
+            customer = form.customer
+            formValues = form.values
+        }
+        for _ in 0..<5 {
+            let reservation: Reservation
+            do {
+                reservation = try Reservation(
+                    confirmationCode: .random(),
+                    status: .confirmed,
+                    startsAt: new.startsAt,
+                    endsAt: new.endsAt,
+                    storeID: store.id,
+                    customerID: customer.id,
+                    partySize: new.partySize,
+                    topic: new.topic,
+                    notes: new.notes
+                )
+            } catch {
+                throw APIError.validation(error)
+            }
+            do {
+                try await database.transaction { [customer, formValues] sql in
+                    if let formValues {
+                        try await Repository.insert(customer, formValues: formValues, on: sql)
+                    }
+                    guard try await Repository.insert(reservation, store: store, now: now, on: sql)
+                    else { throw CodeCollision() }
+                }
+            } catch is CodeCollision {
+                // A confirmation code taken already (1 in 34 billion): draw another.
+                continue
+            }
+            logger.info(
+                "reservation created",
+                metadata: [
+                    "reservation": .string(reservation.id.uuidString), "by": .string(subject),
+                ]
+            )
+            do {
+                return try ReservationDetail(
+                    reservation: reservation,
+                    customer: customer,
+                    store: store
+                )
+            } catch {
+                throw APIError.validation(error)
+            }
+        }
+        throw APIError.unavailable("could not draw a free confirmation code; retry")
+    }
+
+    /// Moves reservation `id` to `target` (check-in or cancel) when the transition table and
+    /// the store's flag allow it.
+    /// - Throws: a 404, a 403 (flag off), a 409 naming both states.
+    func transition(_ id: UUID, to target: Reservation.Status, by subject: String) async throws
+        -> ReservationDetail
+    {
+        let flag = target == .checkedIn ? KnownFlag.checkInEnabled : KnownFlag.cancellationEnabled
+        for _ in 0..<Self.attempts {
+            let detail = try await reservation(id: id)
+            guard try await config.current().isEnabled(flag, for: detail.store) else {
+                throw APIError.featureDisabled(flag, store: detail.store)
+            }
+            var reservation = detail.reservation
+            do {
+                try reservation.transition(to: target)
+            } catch {
+                throw APIError(
+                    APIProblem(
+                        type: ProblemType.invalidTransition,
+                        title: "Status change not allowed",
+                        status: 409,
+                        detail: error.from == error.to
+                            ? "reservation \(id.uuidString) is already \(error.to)"
+                            : "reservation \(id.uuidString): \(error)",
+                        from: error.from,
+                        to: error.to
+                    )
+                )
+            }
+            if try await repository.update(
+                reservation,
+                store: detail.store,
+                expectedVersion: detail.reservation.version,
+                now: Date()
+            ) {
+                logger.info(
+                    "reservation status changed",
+                    metadata: [
+                        "reservation": .string(id.uuidString),
+                        "status": .string(target.rawValue), "by": .string(subject),
+                    ]
+                )
+                return try ReservationDetail(
+                    reservation: reservation,
+                    customer: detail.customer,
+                    store: detail.store
+                )
+            }
+        }
+        throw APIError.unavailable("reservation \(id.uuidString) kept changing; retry")
+    }
+
+    /// Edits reservation `id` at version `expected` (its `If-Match`): only while its status
+    /// allows edits, and only into a reservation that keeps every rule.
+    /// - Throws: a 404, a 412 naming the current version, a 409 when the status keeps the
+    ///   reservation as it is, a 422 naming the broken rule.
+    func change(_ id: UUID, _ changes: ReservationChanges, expected: Int, by subject: String)
+        async throws -> ReservationDetail
+    {
+        let detail = try await reservation(id: id)
+        guard detail.reservation.version == expected else {
+            throw Self.mismatch(id, current: detail.reservation.version, expected: expected)
+        }
+        let maximum =
+            changes.partySize == nil
+            ? nil : try await config.current().number(KnownFlag.maxPartySize, for: detail.store)
+        let updated: Reservation
+        do {
+            updated = try detail.reservation.applying(changes, storeMaximumPartySize: maximum)
+        } catch .notEditable(let refusal) {
+            throw APIError(
+                APIProblem(
+                    type: ProblemType.notEditable,
+                    title: "Reservation cannot be changed",
+                    status: 409,
+                    detail: "reservation \(id.uuidString): \(refusal)",
+                    from: refusal.status
+                )
+            )
+        } catch .invalid(let error) {
+            throw APIError.validation(error)
+        }
+        guard
+            try await repository.update(
+                updated,
+                store: detail.store,
+                expectedVersion: expected,
+                now: Date()
+            )
+        else {
+            let current = try await reservation(id: id)
+            throw Self.mismatch(id, current: current.reservation.version, expected: expected)
+        }
+        logger.info(
+            "reservation changed",
+            metadata: ["reservation": .string(id.uuidString), "by": .string(subject)]
+        )
+        return try ReservationDetail(
+            reservation: updated,
+            customer: detail.customer,
+            store: detail.store
+        )
+    }
+
+    private static func mismatch(_ id: UUID, current: Int, expected: Int) -> APIError {
+        APIError(
+            APIProblem(
+                type: ProblemType.versionMismatch,
+                title: "Version mismatch",
+                status: 412,
+                detail: "reservation \(id.uuidString) is at version \(current), not \(expected)",
+                currentVersion: current
+            ),
+            headers: [(.eTag, "\"\(current)\"")]
+        )
+    }
+}
+
+/// A confirmation code drawn twice; the booking's transaction is rolled back and retried.
+private struct CodeCollision: Error {}
