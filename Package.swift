@@ -98,6 +98,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
+                .product(name: "ImageCache", package: "ImageCache"),
                 .product(name: "Plumbing", package: "Plumbing"),
                 .product(name: "SharedDefaults", package: "SharedDefaults"),
                 .product(name: "Logging", package: "swift-log"),
@@ -337,6 +338,7 @@ package.targets += [
         dependencies: [
             .product(name: "ChildProcesses", package: "ChildProcesses"),
             .product(name: "ImageCache", package: "ImageCache"),
+            .product(name: "Auth", package: "Auth"),
             .product(name: "Plumbing", package: "Plumbing"),
             .product(name: "ImageCacheStressTool", package: "ImageCache"),
             .product(name: "Logging", package: "swift-log"),

@@ -25,6 +25,8 @@ let package = Package(
         .package(path: "../Plumbing"),
         // The tests' child processes (swift-subprocess): a test dependency only.
         .package(path: "../ChildProcesses"),
+        // Tests only: unsigned downloads through the suite's one URLSession bridge.
+        .package(path: "../Auth"),
     ],
     targets: [
         .target(
@@ -47,6 +49,7 @@ let package = Package(
                 // Started as second processes by the multi-process tests.
                 "ImageCacheStressTool",
                 .product(name: "ChildProcesses", package: "ChildProcesses"),
+                .product(name: "Auth", package: "Auth"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Plumbing", package: "Plumbing"),
             ],

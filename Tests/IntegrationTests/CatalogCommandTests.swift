@@ -692,10 +692,16 @@ struct CatalogCommandTests {
         let offline = try await station.catalog(["whoami", "--json"])
         #expect(offline.status == 0, "\(offline.stderr)")
         #expect(offline.stderr.contains("warning: offline"), "\(offline.stderr)")
+        // One shape online and offline: offline, what the stored session knows.
+        struct Whoami: Decodable, Equatable {
+            var username: String
+            var displayName: String?
+            var server: String
+            var offline: Bool
+        }
         #expect(
-            try decode([String: String].self, offline) == [
-                "username": "demo", "server": server.url,
-            ]
+            try decode(Whoami.self, offline)
+                == Whoami(username: "demo", displayName: nil, server: server.url, offline: true)
         )
     }
 

@@ -316,7 +316,7 @@ struct ReservationsCommandTests {
         // Answers on stdin, a wrong one asked again.
         let asked = try await station.run(
             common + ["--json"],
-            stdin: Data("Xenia\nVoss\nxenia@\nxenia@example.com\n\n\n".utf8)
+            stdin: Data("Xenia\nVoss\nxenia@\nxenia@example.com\n\n\ny\n".utf8)
         )
         #expect(asked.status == 0, "\(asked.stderr)")
         #expect(asked.stderr.contains("E-mail is not an e-mail address"))
@@ -368,7 +368,7 @@ struct ReservationsCommandTests {
         )
         let wrong = try await station.run(["show", "--from-image", other.path])
         #expect(wrong.status == 1)
-        #expect(wrong.stderr.contains("no reservation code on the pass"))
+        #expect(wrong.stderr.contains("no reservation code in the image"))
         let absent = try await station.run(["show", "--from-image", "/nonexistent.png"])
         #expect(absent.status == 1)
     }

@@ -102,7 +102,7 @@ struct ClientTests {
             try await signIn(makeClient(base, directory))
             let credentials = try #require(try TokenStore(directory: directory).load())
             let signer = RequestSigner(key: try credentials.makeSigningKey())
-            let transport = HTTPTransport(configuration: .ephemeral)
+            let transport = URLSessionHTTPTransport(configuration: .ephemeral)
             let url = base.appendingPathComponent("v1/echo")
             var request = URLRequest(url: url)
             request.httpMethod = "POST"
@@ -511,7 +511,7 @@ struct ClientTests {
                 forHTTPHeaderField: "Signature-Input"
             )
             request.setValue("sig1=:AAAA:", forHTTPHeaderField: "Signature")
-            _ = try await rawSend(HTTPTransport(configuration: .ephemeral), request)
+            _ = try await rawSend(URLSessionHTTPTransport(configuration: .ephemeral), request)
             let stall = await #expect(throws: AuthError.self) {
                 try await get(client, "/v1/stall", deadline: .milliseconds(300))
             }
