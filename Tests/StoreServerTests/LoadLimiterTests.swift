@@ -5,46 +5,9 @@ import Testing
 @testable import StoreServer
 
 /// Issue 25, point 3: the one load-limiting component shared by the sign-in caps, the
-/// connection caps and load shedding.
+/// connection caps and load shedding (scoped permits: `LoadLimiterTests` in SignInAttackTests).
 @Suite("the load limiter: caps per key and in all, held permits, rates and their answers")
 struct LoadLimiterBehaviourTests {
-    @Test("a scoped permit is refused at once over a key's cap or the total, and given back")
-    func scopedPermits() async throws {
-        let limiter = LoadLimiter(limits: .init(total: 3, perKey: ["user": 1, "address": 2]))
-        let (holding, release) = AsyncStream<Void>.makeStream()
-        let (started, signal) = AsyncStream<Void>.makeStream()
-        let first = Task {
-            try await limiter.withPermit(for: ["user": "ana", "address": "a"]) {
-                signal.yield()
-                for await _ in holding {}
-            }
-        }
-        var iterator = started.makeAsyncIterator()
-        await iterator.next()
-        await #expect(throws: LoadLimiter.Refusal(kind: "user", retryAfter: 1)) {
-            try await limiter.withPermit(for: ["user": "ana", "address": "b"]) {}
-        }
-        try await limiter.withPermit(for: ["user": "ben", "address": "a"]) {
-            #expect(limiter.held(kind: "address", key: "a") == 2)
-            await #expect(throws: LoadLimiter.Refusal(kind: "address", retryAfter: 1)) {
-                try await limiter.withPermit(for: ["user": "cy", "address": "a"]) {}
-            }
-            try await limiter.withPermit(for: ["user": "cy", "address": "c"]) {
-                await #expect(throws: LoadLimiter.Refusal(kind: nil, retryAfter: 1)) {
-                    try await limiter.withPermit(for: ["user": "dee", "address": "d"]) {}
-                }
-            }
-        }
-        struct Failure: Error {}
-        await #expect(throws: Failure.self) {
-            try await limiter.withPermit(for: ["user": "eve", "address": "e"]) { throw Failure() }
-        }
-        #expect(limiter.held() == 1 && limiter.held(kind: "user", key: "eve") == 0)
-        release.finish()
-        try await first.value
-        #expect(limiter.held() == 0)
-    }
-
     @Test("a held permit counts until released, once, and a key of an uncapped kind counts in all")
     func heldPermits() throws {
         let limiter = LoadLimiter(limits: .init(total: 3, perKey: ["address": 2], retryAfter: 4))
