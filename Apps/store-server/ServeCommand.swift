@@ -31,6 +31,14 @@ struct Serve: AsyncParsableCommand {
             "Seconds a connection may stay silent (also half-way through a request) before it is closed."
     )
     var idleTimeout = 30
+    @Option(help: "Log lines as text or json (one object per line), each with a timestamp.")
+    var logFormat: LogFormat = .text
+    @Option(help: "Seconds one request may take from its head to the end of its body.")
+    var bodyTimeout = 60
+    @Option(help: "Connections held at once in all; more are answered 503.")
+    var maxConnections = 16_384
+    @Option(help: "Connections held at once per client address; more are answered 503.")
+    var maxConnectionsPerAddress = 256
     @Option(
         name: .customLong("trusted-proxy"),
         parsing: .upToNextOption,
@@ -61,6 +69,17 @@ struct Serve: AsyncParsableCommand {
         guard (1...3600).contains(idleTimeout) else {
             throw ValidationError("--idle-timeout must be 1…3600 seconds, got \(idleTimeout)")
         }
+        guard (1...3600).contains(bodyTimeout) else {
+            throw ValidationError("--body-timeout must be 1…3600 seconds, got \(bodyTimeout)")
+        }
+        guard (1...1_000_000).contains(maxConnections) else {
+            throw ValidationError("--max-connections must be 1…1000000, got \(maxConnections)")
+        }
+        guard (1...maxConnections).contains(maxConnectionsPerAddress) else {
+            throw ValidationError(
+                "--max-connections-per-address must be 1…--max-connections, got \(maxConnectionsPerAddress)"
+            )
+        }
         for range in trustedProxies where TrustedProxies.Range(range) == nil {
             throw ValidationError(
                 "--trusted-proxy '\(range.prefix(60))' is not an address range such as 10.0.0.0/8 or 2001:db8::/32"
@@ -71,7 +90,9 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         // The drain may take its time; the process exits by itself shortly after it.
         StopSignal.allowGrace(.seconds(drainTimeout + 5))
-        let logger = options.logger("store-server", defaultLevel: .info)
+        let format = logFormat
+        var logger = Logger(label: "store-server") { ServerLogHandler(label: $0, format: format) }
+        logger.logLevel = options.logger("store-server", defaultLevel: .info).logLevel
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         var configuration = StoreServerConfiguration()
@@ -87,6 +108,11 @@ struct Serve: AsyncParsableCommand {
         configuration.idleTimeout = .seconds(idleTimeout)
         configuration.trustedProxies = TrustedProxies(
             trustedProxies.compactMap(TrustedProxies.Range.init)
+        )
+        configuration.bodyTimeout = .seconds(bodyTimeout)
+        configuration.connections = LoadLimiter.Limits(
+            total: maxConnections,
+            perKey: ["address": maxConnectionsPerAddress]
         )
         configuration.metrics = registry
         configuration.notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)

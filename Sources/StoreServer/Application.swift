@@ -195,11 +195,22 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
     if let notifier {
         services.append(SystemdWatchdog(notifier: notifier, database: database, logger: logger))
     }
+    let connections = LoadLimiter(limits: configuration.connections)
+    let proxies = configuration.trustedProxies
+    let bodyTimeout = configuration.bodyTimeout
     var application = Application(
         router: router,
         server: .http1(
             configuration: .init(
-                additionalChannelHandlers: [HTTPEdgeHandler()],
+                additionalChannelHandlers: [
+                    ConnectionGate(
+                        limiter: connections,
+                        proxies: proxies,
+                        bodyTimeout: bodyTimeout,
+                        logger: logger
+                    ),
+                    HTTPEdgeHandler(),
+                ],
                 idleTimeout: TimeAmount(configuration.idleTimeout)
             )
         ),

@@ -39,6 +39,13 @@ public struct StoreServerConfiguration: Sendable {
     public var trustedProxies = TrustedProxies()
     /// Password checks at once: in all, per user name and per client address.
     public var signInHashing = LoadLimiter.Limits(total: 8, perKey: ["user": 2, "address": 4])
+    /// Connections held at once: in all, and per client address (a trusted proxy counts in
+    /// the total only). A connection over a cap is answered 503 with `Retry-After` and closed.
+    /// The total stays below the process's open-file limit (the unit's `LimitNOFILE`).
+    public var connections = LoadLimiter.Limits(total: 16_384, perKey: ["address": 256])
+    /// How long one request may take from its head to the end of its body, however slowly it
+    /// trickles in; then the connection is closed.
+    public var bodyTimeout: Duration = .seconds(60)
     /// Faults a test injects into the database's statements (never set outside tests).
     var faults: InjectedFaults?
 

@@ -86,7 +86,12 @@ enum TestDatabases {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent(
             "store-server-tests-\(name)-\(UUID().uuidString.prefix(8))"
         )
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        // 0700: the server refuses a database in a directory others may enter.
+        try FileManager.default.createDirectory(
+            at: url,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
         return url
     }
 }
@@ -151,7 +156,9 @@ struct TestServer: Sendable {
         idleTimeout: Duration = .seconds(30),
         drainTimeout: Duration = .seconds(10),
         passwordIterations: Int = testPasswordCost,
-        trustedProxies: [String] = []
+        trustedProxies: [String] = [],
+        connections: LoadLimiter.Limits = StoreServerConfiguration().connections,
+        bodyTimeout: Duration = .seconds(60)
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
         if let location {
@@ -172,6 +179,8 @@ struct TestServer: Sendable {
         configuration.faults = faults
         configuration.idleTimeout = idleTimeout
         configuration.drainTimeout = drainTimeout
+        configuration.connections = connections
+        configuration.bodyTimeout = bodyTimeout
         let server = try await RunningStoreServer.start(
             configuration: configuration,
             logger: TestDatabases.logger
