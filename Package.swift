@@ -28,6 +28,7 @@ let package = Package(
         .package(path: "Packages/PNG"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // The capability packages the apps are thin layers over.
         .package(path: "Packages/SharedDefaults"),
         .package(path: "Packages/Scanner"),
@@ -186,6 +187,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Plumbing", package: "Plumbing"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Sources/StoreServer",
             exclude: ["openapi.yaml"],

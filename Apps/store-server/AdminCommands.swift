@@ -8,13 +8,71 @@ import StoreServer
 struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
-        abstract: "Apply pending schema migrations and exit."
+        abstract: "Apply pending schema migrations and exit.",
+        discussion: """
+            With --status it changes nothing: the first stdout line is `schema version N of M: \
+            up to date` or `schema version N of M: K pending`, then one `pending VERSION NAME` \
+            line per step migrate would apply.
+            """
     )
+    @Flag(help: "Show the schema version and the pending steps; change nothing.")
+    var status = false
     @OptionGroup var options: DatabaseOptions
 
     func run() async throws {
+        if status {
+            let state: MigrationStatus
+            do {
+                state = try await Maintenance.migrationStatus(
+                    options.location,
+                    logger: options.logger("store-server")
+                )
+            } catch {
+                throw CommandError.failure("\(error)")
+            }
+            let summary =
+                state.current > state.latest
+                ? "newer than this server"
+                : state.pending.isEmpty ? "up to date" : "\(state.pending.count) pending"
+            try StandardOutput.line(
+                "schema version \(state.current) of \(state.latest): \(summary)"
+            )
+            for step in state.pending {
+                try StandardOutput.line("pending \(step.version) \(step.name)")
+            }
+            return
+        }
         try await runAdmin(options) { _ in
             if !options.common.quiet { Console.note("database \(options.location) is up to date") }
+        }
+    }
+}
+
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Write a consistent copy of the SQLite database to FILE (0600), while it serves.",
+        discussion: """
+            FILE must not exist. To restore: stop the server, copy FILE over the database file \
+            (mode 0600), remove the -wal and -shm files beside it, start the server. For \
+            PostgreSQL use pg_dump and pg_restore (docs/DEPLOY.md).
+            """
+    )
+    @Argument(help: ArgumentHelp("The backup file to write.", valueName: "file")) var file: String
+    @OptionGroup var options: DatabaseOptions
+
+    func run() async throws {
+        do {
+            try await Maintenance.backup(
+                options.location,
+                to: file,
+                logger: options.logger("store-server")
+            )
+        } catch {
+            throw CommandError.failure("\(error)")
+        }
+        if !options.common.quiet {
+            Console.note("backup of \(options.location) written to \(file)")
         }
     }
 }

@@ -23,7 +23,9 @@ struct StoreServerCommand: SuiteCommand {
               store-server config set-flag checkInEnabled false --store 5D0F1C2A-0006-4A00-8000-000000000006
             """,
         version: SuiteVersion.current,
-        subcommands: [Serve.self, Migrate.self, Seed.self, UserCommand.self, ConfigCommand.self],
+        subcommands: [
+            Serve.self, Migrate.self, Backup.self, Seed.self, UserCommand.self, ConfigCommand.self,
+        ],
         defaultSubcommand: Serve.self
     )
 }

@@ -165,7 +165,7 @@ t_unit_verifies() {
 t_installed_openapi() {
   # From a directory with no build products or resource bundle beside the binary.
   local prefix=$work/prefix home=$work/openapi-home out=$work/openapi.out
-  mkdir -p "$home"
+  mkdir -p -m 700 "$home"
   SHOPFLOOR_HOME=$home "$prefix/usr/bin/store-server" serve --port 0 --password-cost 1000 \
     --database "$home/store.sqlite" >"$out" 2>"$work/openapi.err" </dev/null &
   local pid=$! port=
@@ -225,7 +225,7 @@ t_destdir() {
 # STOPPING=1 on SIGTERM; no pings when the watchdog is meant for another process.
 t_notify() {
   local dir=$work/notify
-  mkdir -p "$dir"
+  mkdir -p -m 700 "$dir"
   python3 "$repo/scripts/notify-listener.py" "$dir/notify" "$dir/notify.log" --lifetime 60 >"$dir/listener.out" &
   local listener=$!
   for _ in $(seq 1 100); do grep -q listening "$dir/listener.out" && break; sleep 0.05; done
@@ -269,7 +269,7 @@ t_notify() {
 # An unknown database URL scheme is a usage error (exit 64), never a SQLite file named after it.
 t_unknown_scheme() {
   local dir=$work/scheme status=0 err
-  mkdir -p "$dir"
+  mkdir -p -m 700 "$dir"
   cd "$dir"
   err=$(SHOPFLOOR_HOME=$dir "$bin/store-server" migrate --database mysql://x 2>&1) || status=$?
   echo "$err"
@@ -286,7 +286,7 @@ t_unknown_scheme() {
 # even under a umask of 022.
 t_database_modes() {
   local dir=$work/modes
-  mkdir -p "$dir"
+  mkdir -p -m 700 "$dir"
   (
     umask 022
     SHOPFLOOR_HOME=$dir/home "$bin/store-server" serve --port 0 --password-cost 1000 --demo-data \

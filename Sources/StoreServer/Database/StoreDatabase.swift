@@ -2,6 +2,7 @@ public import Foundation
 public import Logging
 internal import NIOCore
 internal import NIOPosix
+internal import NIOSSL
 internal import PostgresKit
 internal import SQLKit
 internal import SQLiteKit
@@ -180,8 +181,6 @@ public final class StoreDatabase: Sendable {
                     withIntermediateDirectories: true,
                     attributes: [.posixPermissions: 0o700]
                 )
-                let created = open(url.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-                if created >= 0 { close(created) }
             } catch {
                 throw DatabaseError(
                     .invalidLocation,
@@ -189,6 +188,9 @@ public final class StoreDatabase: Sendable {
                     cause: error
                 )
             }
+            try Self.checkPrivate(directory: url.deletingLastPathComponent().path, of: path)
+            let created = open(url.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+            if created >= 0 { close(created) }
             let loops = group.makeIterator().reduce(0) { count, _ in count + 1 }
             let connectionsPerLoop = 2
             // One thread per connection plus spares: a connection waiting for the write lock
@@ -218,7 +220,7 @@ public final class StoreDatabase: Sendable {
         case .postgres(let text):
             kind = .postgres
             threadPool = nil
-            let configuration: SQLPostgresConfiguration
+            var configuration: SQLPostgresConfiguration
             do {
                 var url = text
                 // Unless the URL chooses: loopback needs no TLS; any other host requires it
@@ -239,6 +241,17 @@ public final class StoreDatabase: Sendable {
                 throw DatabaseError(
                     .invalidLocation,
                     "'\(location)' is not a postgres://user@host[:port]/database URL"
+                )
+            }
+            let query = URLComponents(string: text)?.queryItems ?? []
+            if let caFile = query.last(where: { $0.name.lowercased() == "sslrootcert" })?.value {
+                let mode = query.last {
+                    ["sslmode", "tlsmode", "ssl", "tls"].contains($0.name.lowercased())
+                }?.value
+                configuration.coreConfiguration.tls = try Self.verifiedTLS(
+                    caFile: caFile,
+                    mode: mode,
+                    location: location
                 )
             }
             pool = .postgres(
@@ -385,5 +398,66 @@ private final class FirstAnswer: Sendable {
 
     func give(_ value: Bool) {
         continuation.withLock { $0.take() }?.resume(returning: value)
+    }
+}
+
+extension StoreDatabase {
+    /// Refuses a SQLite database whose directory group or others may enter, list or write
+    /// (as the suite container is refused): its files hold password hashes, signing keys and
+    /// customers, and SQLite creates its `-wal`, `-shm` and journal files beside it.
+    static func checkPrivate(directory: String, of path: String) throws(DatabaseError) {
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw DatabaseError(
+                .invalidLocation,
+                "cannot inspect the directory of SQLite database '\(path)'"
+            )
+        }
+        let mode = info.st_mode & 0o7777
+        guard mode & 0o077 == 0 else {
+            throw DatabaseError(
+                .invalidLocation,
+                "the directory of SQLite database '\(path)' is open to group or others (mode \(String(mode, radix: 8))); run chmod 700 '\(directory)'"
+            )
+        }
+    }
+}
+
+extension StoreDatabase {
+    /// libpq's `sslmode=verify-full&sslrootcert=FILE` (or `verify-ca`): TLS required, the
+    /// server's certificate checked against the CA certificates in FILE (PEM) only, not the
+    /// system store, and (`verify-full`) its host name; TLS 1.2 or newer.
+    /// - Throws: `DatabaseError` (`invalidLocation`) naming the file when it cannot be read or
+    ///   holds no certificate, or when the mode turns TLS off or does not verify.
+    static func verifiedTLS(caFile: String, mode: String?, location: DatabaseLocation)
+        throws(DatabaseError) -> PostgresConnection.Configuration.TLS
+    {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        switch mode?.lowercased() {
+        case nil, "verify-full": tls.certificateVerification = .fullVerification
+        case "verify-ca": tls.certificateVerification = .noHostnameVerification
+        default:
+            throw DatabaseError(
+                .invalidLocation,
+                "'\(location)': sslrootcert needs sslmode=verify-full (or verify-ca), not '\(mode ?? "")'"
+            )
+        }
+        guard FileManager.default.isReadableFile(atPath: caFile) else {
+            throw DatabaseError(.invalidLocation, "sslrootcert '\(caFile)' cannot be read")
+        }
+        do {
+            let certificates = try NIOSSLCertificate.fromPEMFile(caFile)
+            guard !certificates.isEmpty else {
+                throw DatabaseError(.invalidLocation, "no certificate")
+            }
+            tls.trustRoots = .certificates(certificates)
+            return .require(try NIOSSLContext(configuration: tls))
+        } catch {
+            throw DatabaseError(
+                .invalidLocation,
+                "sslrootcert '\(caFile)' holds no PEM CA certificate"
+            )
+        }
     }
 }

@@ -22,7 +22,9 @@ struct AccessLogMiddleware: RouterMiddleware {
         let started = ContinuousClock.now
         let requestID = Self.requestID(from: request.headers[.requestID])
         context.requestID = requestID
-        context.logger[metadataKey: "request_id"] = .string(requestID)
+        // One id per line: Hummingbird's own request id is replaced by this one (the one the
+        // client sees in `X-Request-ID`), rather than logged beside it.
+        context.logger[metadataKey: "hb.request.id"] = .string(requestID)
         context.clientAddress = proxies.clientAddress(
             peer: context.peerAddress,
             forwardedFor: request.headers[values: .forwardedFor]

@@ -60,7 +60,12 @@ enum CommandRunner {
             "\(prefix)-\(UUID().uuidString)",
             isDirectory: true
         )
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        // 0700: store-server refuses a database in a directory others may enter.
+        try FileManager.default.createDirectory(
+            at: dir,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
         return dir
     }
 }
