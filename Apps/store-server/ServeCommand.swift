@@ -23,6 +23,8 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Load the demo data first when the database has no stores.") var demoData = false
     @Option(help: "Access token lifetime in seconds.") var accessTokenTtl = 900
     @Option(help: "Refresh token lifetime in seconds.") var refreshTokenTtl = 30 * 86_400
+    @Option(help: "Days a session lasts from its sign-in, refreshes included.")
+    var sessionLifetimeDays = 30
     @Option(help: "PostgreSQL connections per event loop.") var databaseConnections = 4
     @Option(help: "Seconds a stop waits for requests in flight before closing them.")
     var drainTimeout = 10
@@ -51,6 +53,11 @@ struct Serve: AsyncParsableCommand {
         }
         guard refreshTokenTtl >= accessTokenTtl else {
             throw ValidationError("--refresh-token-ttl must be at least --access-token-ttl")
+        }
+        guard (1...3650).contains(sessionLifetimeDays) else {
+            throw ValidationError(
+                "--session-lifetime-days must be 1…3650, got \(sessionLifetimeDays)"
+            )
         }
         guard (1...64).contains(databaseConnections) else {
             throw ValidationError("--database-connections must be 1…64")
@@ -82,6 +89,7 @@ struct Serve: AsyncParsableCommand {
         configuration.passwordIterations = options.passwordCost
         configuration.accessTokenTTL = TimeInterval(accessTokenTtl)
         configuration.refreshTokenTTL = TimeInterval(refreshTokenTtl)
+        configuration.sessionLifetime = TimeInterval(sessionLifetimeDays) * 86_400
         configuration.databaseConnections = databaseConnections
         configuration.drainTimeout = .seconds(drainTimeout)
         configuration.idleTimeout = .seconds(idleTimeout)

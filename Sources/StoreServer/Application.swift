@@ -16,6 +16,7 @@ final class ServerContext: Sendable {
     let config: ConfigService
     let idempotency: IdempotencyStore
     let gate: AuthGate
+    let clock: DatabaseClock
     let users: UserRepository
     let limiter: SignInLimiter
     let logger: Logger
@@ -25,7 +26,12 @@ final class ServerContext: Sendable {
     let signIn: SignInService
     let clientConfiguration: ClientConfigurationService
 
-    init(configuration: StoreServerConfiguration, database: StoreDatabase, logger: Logger) {
+    init(
+        configuration: StoreServerConfiguration,
+        database: StoreDatabase,
+        rotationSecret: [UInt8],
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.database = database
         self.logger = logger
@@ -34,11 +40,15 @@ final class ServerContext: Sendable {
         idempotency = IdempotencyStore(database: database)
         users = UserRepository(database: database)
         limiter = SignInLimiter(database: database)
+        clock = DatabaseClock(database: database, local: configuration.localClock)
         gate = AuthGate(
             database: database,
             accessTokenTTL: configuration.accessTokenTTL,
             refreshTokenTTL: configuration.refreshTokenTTL,
+            sessionLifetime: configuration.sessionLifetime,
+            rotationSecret: rotationSecret,
             window: configuration.signatureWindow,
+            clock: clock,
             logger: logger
         )
         customers = CustomerService(repository: repository, config: config)
@@ -179,7 +189,13 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
         faults: configuration.faults,
         logger: logger
     )
-    let context = ServerContext(configuration: configuration, database: database, logger: logger)
+    let context = ServerContext(
+        configuration: configuration,
+        database: database,
+        rotationSecret: try await ServerSecrets.value(of: "refresh-rotation", in: database),
+        logger: logger
+    )
+    try await context.clock.synchronize()
     let (router, routes) = context.makeRouter()
     let onListening = configuration.onListening
     var application = Application(
@@ -233,7 +249,8 @@ struct Housekeeping: Service {
             }
             do {
                 let now = Date()
-                try await context.gate.purge(now: now)
+                try await context.clock.synchronize()
+                try await context.gate.purge()
                 try await context.idempotency.purge(olderThan: now - 86_400)
                 try await context.limiter.purge(now: now)
             } catch {

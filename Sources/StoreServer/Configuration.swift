@@ -1,3 +1,4 @@
+internal import Auth
 public import Foundation
 public import Prometheus
 
@@ -17,8 +18,10 @@ public struct StoreServerConfiguration: Sendable {
     public var accessTokenTTL: TimeInterval = 900
     /// Lifetime of refresh tokens in seconds.
     public var refreshTokenTTL: TimeInterval = 30 * 86_400
-    /// Accepted signature age in seconds (the replay window).
+    /// Accepted signature age in seconds (the replay window, judged by the database's clock).
     public var signatureWindow: Int64 = 300
+    /// The longest a session lasts from its sign-in, refreshes included.
+    public var sessionLifetime: TimeInterval = 30 * 86_400
     /// Connections per event loop to PostgreSQL.
     public var databaseConnections = 4
     /// How long a connection may stay silent (between requests, and while a request's head or
@@ -36,9 +39,16 @@ public struct StoreServerConfiguration: Sendable {
     public var trustedProxies = TrustedProxies()
     /// Password checks at once: in all, per user name and per client address.
     public var signInHashing = LoadLimiter.Limits(total: 8, perKey: ["user": 2, "address": 4])
+    /// This machine's clock (tests shift it to stand for an instance whose clock is off).
+    var localClock: @Sendable () -> Date = { Date() }
     /// Faults a test injects into the database's statements (never set outside tests).
     var faults: InjectedFaults?
 
     /// The defaults: `127.0.0.1:8080`, `$SHOPFLOOR_HOME/server/store.sqlite`.
     public init() {}
+
+    /// The lowest password cost (PBKDF2 iterations) outside tests: Auth's floor. Below it a
+    /// wrong password answers faster than an unknown user, so only tests and benchmarks that
+    /// say so may go lower.
+    public static var minimumPasswordIterations: Int { PasswordHasher.minimumIterations }
 }

@@ -39,9 +39,15 @@ struct AdminCommandTests {
     static func database(_ location: DatabaseLocation) -> [String] {
         switch location {
         case .sqlite(let path):
-            return ["--database", path, "--password-cost", String(testPasswordCost)]
+            return [
+                "--database", path, "--insecure-password-cost-for-tests", "--password-cost",
+                String(testPasswordCost),
+            ]
         case .postgres(let url):
-            return ["--database", url, "--password-cost", String(testPasswordCost)]
+            return [
+                "--database", url, "--insecure-password-cost-for-tests", "--password-cost",
+                String(testPasswordCost),
+            ]
         }
     }
 

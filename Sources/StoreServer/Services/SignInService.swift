@@ -64,7 +64,7 @@ struct SignInService: Sendable {
                     }
                     _ = try await users.setPasswordHash(user.associate.username, rehashed, now: now)
                 }
-                return try await gate.issue(subject: user.associate.username, now: now)
+                return try await gate.issue(subject: user.associate.username)
             }
         } catch let refusal as LoadLimiter.Refusal {
             logger.notice(
@@ -96,8 +96,8 @@ struct SignInService: Sendable {
     }
 
     /// Exchanges a refresh token for new tokens.
-    func refresh(_ token: String, now: Date = Date()) async throws -> TokenResponse {
-        try await gate.refresh(token, now: now)
+    func refresh(_ token: String) async throws -> TokenResponse {
+        try await gate.refresh(token)
     }
 
     /// Revokes the session of `token` when it is the caller's (RFC 7009: others are ignored).

@@ -25,7 +25,7 @@ final class StoreServerProcess: @unchecked Sendable {
         process.executableURL = CommandRunner.builtBinary("store-server")
         process.arguments = [
             "serve", "--port", String(port), "--demo-data", "--database", database.path,
-            "--password-cost", "1000",
+            "--insecure-password-cost-for-tests", "--password-cost", "1000",
         ]
         var environment = ProcessInfo.processInfo.environment
         environment["SHOPFLOOR_HOME"] = database.deletingLastPathComponent().path

@@ -147,7 +147,9 @@ struct TestServer: Sendable {
         idleTimeout: Duration = .seconds(30),
         drainTimeout: Duration = .seconds(10),
         passwordIterations: Int = testPasswordCost,
-        trustedProxies: [String] = []
+        trustedProxies: [String] = [],
+        sessionLifetime: TimeInterval = 30 * 86_400,
+        clockShift: TimeInterval = 0
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
         if let location {
@@ -166,6 +168,8 @@ struct TestServer: Sendable {
         configuration.accessTokenTTL = accessTokenTTL
         configuration.metrics = TestMetrics.registry
         configuration.faults = faults
+        configuration.sessionLifetime = sessionLifetime
+        configuration.localClock = { Date() + clockShift }
         configuration.idleTimeout = idleTimeout
         configuration.drainTimeout = drainTimeout
         let server = try await RunningStoreServer.start(
@@ -320,7 +324,8 @@ final class ServerProcess: @unchecked Sendable {
         }
         process.arguments =
             [
-                "serve", "--port", String(port), "--database", database, "--password-cost",
+                "serve", "--port", String(port), "--database", database,
+                "--insecure-password-cost-for-tests", "--password-cost",
                 String(testPasswordCost),
             ] + (quiet ? ["--quiet"] : []) + extra
         let stdout = Pipe()
