@@ -14,9 +14,11 @@ import SuiteClient
 extension Output {
     // MARK: Products
 
-    /// A page of products: JSON, or a table.
-    func printList(_ page: Page<Product>) throws {
-        if json { return try printJSON(page) }
+    /// A page of products: JSON (one shape online and offline), or a table fitted to the
+    /// terminal with the next page as a command to run.
+    func printList(_ fetched: Fetched<Page<Product>>) throws {
+        if json { return try printPage(fetched) }
+        let page = fetched.value
         var table = TextTable(header: ["GTIN", "TITLE", "BRAND", "PRICE", "STATUS", "SKU"])
         for product in page.items {
             table.append([
@@ -28,9 +30,11 @@ extension Output {
                 TextTable.Cell(product.sku),
             ])
         }
-        try writeOut(table.render(color: color))
+        try writeOut(table.render(color: color, width: Console.stdoutColumns))
         if page.items.isEmpty { note("no products") }
-        if let cursor = page.nextCursor { note("more: --cursor \(cursor)") }
+        if let cursor = page.nextCursor {
+            note("next page: \(Self.command(replacing: "--cursor", with: cursor))")
+        }
     }
 
     /// One product: JSON, or labelled lines.
@@ -57,9 +61,27 @@ extension Output {
     /// Draws `image` at most `columns` cells wide (and never wider than the terminal).
     func draw(_ image: PNGImage, columns: Int) throws {
         let width = min(columns, Self.terminalColumns())
-        let drawing = TerminalImage(columns: width, style: color ? .trueColor : .monochrome)
+        let drawing = TerminalImage(columns: width, style: Self.imageStyle(color: color))
             .render(image)
         try writeOut(drawing)
+    }
+
+    /// How a drawing uses colour: none under `NO_COLOR` (shades); 24-bit colour when the
+    /// terminal says it has it (`COLORTERM` truecolor or 24bit, or a `TERM` with 256 or
+    /// direct colour); else the 16 standard colours (`TERM=linux`, `vt100`, `screen`, …).
+    static func imageStyle(
+        color: Bool,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> TerminalImage.Style {
+        guard color else { return .monochrome }
+        let colorTerm = environment["COLORTERM"]?.lowercased() ?? ""
+        let term = environment["TERM"]?.lowercased() ?? ""
+        if colorTerm == "truecolor" || colorTerm == "24bit" || term.contains("256color")
+            || term.contains("direct") || term.contains("truecolor")
+        {
+            return .trueColor
+        }
+        return .sixteenColors
     }
 
     /// The terminal's width in cells: stdout's window size, else `COLUMNS`, else 80.

@@ -71,7 +71,10 @@ struct Prefetch: AsyncParsableCommand {
                 maximumConcurrentDownloads: jobs,
                 logger: options.common.makeLogger(label: "catalog")
             )
-            let bar = ProgressBar(enabled: Console.stderrIsTerminal && !output.quiet)
+            let bar = ProgressLine(
+                noun: "images",
+                enabled: Console.stderrIsTerminal && !output.quiet
+            )
             let requests = urls.map { ImageRequest(url: $0, priority: .low) }
             // The loads run in a task the stop signal does not cancel: on a stop, no new
             // image starts, downloads in flight are abandoned (nothing of theirs is written)
@@ -114,9 +117,13 @@ struct Prefetch: AsyncParsableCommand {
             let errors = failures.map { ProductImageCache.map($0.error, what: $0.url.path) }
             let offline = errors.allSatisfy { $0.code == .offline }
             let firstError = errors[0]
+            let notStored = failures.filter { $0.error.code == .ioFailure }.count
+            let what =
+                notStored == failures.count
+                ? "could not be stored in the image cache" : "could not be loaded or stored"
             throw SuiteClientError(
                 offline ? .offline : firstError.code == .cancelled ? .server : firstError.code,
-                "\(failures.count) of \(urls.count) images could not be loaded (first: \(first.url.path): \(firstError.message)); \(cached) are cached, and running prefetch again loads the rest"
+                "\(failures.count) of \(urls.count) images \(notStored == 0 ? "could not be loaded" : what) (first: \(first.url.path): \(firstError.message)); \(cached) are cached, and running prefetch again loads the rest"
             )
         }
     }
@@ -135,7 +142,7 @@ struct Prefetch: AsyncParsableCommand {
         cache: ProductImageCache,
         jobs: Int,
         stop: StopRequest,
-        bar: ProgressBar
+        bar: ProgressLine
     ) async -> Outcome {
         var outcome = Outcome()
         var done = 0
@@ -155,6 +162,9 @@ struct Prefetch: AsyncParsableCommand {
             for _ in 0..<jobs where !startNext() { break }
             while let (url, result) = await group.next() {
                 switch result {
+                case .success(let response) where response.storeFailure != nil:
+                    // Loaded but not kept (a full disk): not prefetched.
+                    outcome.failures.append((url, response.storeFailure!))
                 case .success(let response) where response.isStale:
                     // Served from the cache because the server could not answer.
                     outcome.failures.append(
@@ -197,7 +207,9 @@ struct Prefetch: AsyncParsableCommand {
             } else {
                 page = try await client.products(request)
             }
-            if case .cache(_, let reason) = page.origin {
+            switch page.origin {
+            case .server: break
+            case .cache(_, let reason), .kept(_, let reason):
                 throw SuiteClientError(.offline, "offline: \(reason); nothing can be prefetched")
             }
             products += page.value.items
@@ -213,43 +225,4 @@ final class StopRequest: Sendable {
     private let flag = Mutex(false)
     func request() { flag.withLock { $0 = true } }
     var isRequested: Bool { flag.withLock { $0 } }
-}
-
-/// A progress bar on stderr (`[#####-----] 120/500 images`), redrawn at most 10 times a
-/// second and on the last item; nothing when stderr is not a terminal.
-final class ProgressBar: Sendable {
-    private struct State {
-        var lastDraw: ContinuousClock.Instant?
-        var drawn = false
-    }
-
-    private let enabled: Bool
-    private let state = Mutex(State())
-
-    init(enabled: Bool) { self.enabled = enabled }
-
-    func update(done: Int, total: Int) {
-        guard enabled, total > 0 else { return }
-        let now = ContinuousClock.now
-        let draw = state.withLock { state -> Bool in
-            if done < total, let last = state.lastDraw, now - last < .milliseconds(100) {
-                return false
-            }
-            state.lastDraw = now
-            state.drawn = true
-            return true
-        }
-        guard draw else { return }
-        let width = 30
-        let filled = width * done / total
-        let bar =
-            String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        Console.write("\r\u{1B}[K[\(bar)] \(done)/\(total) images")
-    }
-
-    /// Ends the bar's line, so later messages start on their own line.
-    func finish() {
-        let drawn = state.withLock { $0.drawn }
-        if enabled && drawn { Console.write("\n") }
-    }
 }

@@ -5,8 +5,8 @@ import Foundation
 import ImageCache
 import Models
 import PNG
-import ProductImages
 import Plumbing
+import ProductImages
 import SuiteClient
 
 struct Search: AsyncParsableCommand {
@@ -52,7 +52,7 @@ struct Search: AsyncParsableCommand {
                 try await client.products(query)
             }
             output.sayIfCached(page, what: "the search results")
-            try output.printList(page.value)
+            try output.printList(page)
         }
     }
 }

@@ -42,16 +42,17 @@ struct Config: AsyncParsableCommand {
             text +=
                 "minimum version  \(configuration.minimumClientVersion) (this is \(SuiteVersion.current))\n"
             if let store = response.store {
-                text +=
-                    "store            \(store.name) (\(store.id.uuidString), \(store.timeZone))\n"
+                let name = TextSafety.terminal(store.name)
+                let zone = TextSafety.terminal(store.timeZone)
+                text += "store            \(name) (\(store.id.uuidString), \(zone))\n"
             } else {
                 text += "store            none (global values)\n"
             }
             text += "\nflags:\n"
             let width = response.flags.keys.map(\.count).max() ?? 0
             for (name, value) in response.flags.sorted(by: { $0.key < $1.key }) {
-                text +=
-                    "  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(value)\n"
+                let padded = name.padding(toLength: width, withPad: " ", startingAt: 0)
+                text += TextSafety.terminal("  \(padded)  \(value)") + "\n"
             }
             text += "\ncustomer form:\n"
             let rows = configuration.customerFormFields.map { field -> [Output.Cell] in

@@ -64,6 +64,14 @@ struct ListFilters: ParsableArguments {
     )
     var cursor: String?
 
+    /// The list columns these filters fix (one store, one status): no need to show them.
+    func fixedColumns(statuses: [Reservation.Status]) -> Set<Output.ListColumn> {
+        var fixed: Set<Output.ListColumn> = []
+        if store != nil { fixed.insert(.store) }
+        if statuses.count == 1 { fixed.insert(.status) }
+        return fixed
+    }
+
     func validate() throws {
         _ = try statuses()
         _ = try storeID()
@@ -158,7 +166,7 @@ struct List: AsyncParsableCommand {
             if let first = page.value.items.first {
                 showNotice(config, for: first.store, output: output)
             }
-            try output.printList(page.value)
+            try output.printList(page, fixed: filters.fixedColumns(statuses: statuses))
         }
     }
 }
@@ -182,20 +190,45 @@ struct Search: AsyncParsableCommand {
         }
     }
 
+    /// Whether the text reads as a phone number in a national form (`030 1234567`): digits
+    /// with spaces, dashes, dots or parentheses, no leading `+`.
+    static func looksLikeNationalPhone(_ text: String) -> Bool {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.hasPrefix("+") else { return false }
+        let digits = trimmed.filter(\.isASCII).filter(\.isNumber).count
+        return digits >= 5
+            && trimmed.allSatisfy { $0.isASCII && ($0.isNumber || " -./()".contains($0)) }
+    }
+
     func run() async throws {
-        let query = ReservationQuery(
-            text: text,
-            statuses: try filters.statuses(),
-            store: try filters.storeID(),
-            limit: filters.limit,
-            cursor: filters.cursor
-        )
+        let store = try filters.storeID()
+        let statuses = try filters.statuses()
         try await withClient(options) { client, output in
+            // A phone typed in national form is searched as the number it is in the store's
+            // market (+49 30 1234567 for `030 1234567` in Germany), as `new` stores it.
+            var searched = text
+            if Self.looksLikeNationalPhone(text), let market = store ?? client.homeStoreID,
+                let found = try? await client.clientConfiguration(store: market).value.store,
+                let code = PhoneNumber.callingCode(forRegion: found.market),
+                let phone = try? PhoneNumber(text, defaultCallingCode: code)
+            {
+                searched = phone.e164
+            }
+            let query = ReservationQuery(
+                text: searched,
+                statuses: statuses,
+                store: store,
+                limit: filters.limit,
+                cursor: filters.cursor
+            )
             let (page, _) = try await readWithConfiguration(client, output: output) {
                 try await client.reservations(query)
             }
             output.sayIfCached(page, what: "the search results")
-            try output.printList(page.value)
+            try output.printList(
+                page,
+                fixed: filters.fixedColumns(statuses: try filters.statuses())
+            )
         }
     }
 }

@@ -11,12 +11,16 @@ struct New: AsyncParsableCommand {
         abstract: "Book a reservation, asking for the customer fields the store's form defines.",
         discussion: """
             The customer form comes from the store's configuration (`reservations config`); each \
-            answer is checked as it is typed, and asked again when it breaks a rule. Values can \
-            be given with --field NAME=VALUE; with --no-input nothing is asked and missing or \
-            invalid values end the command with exit 64, listing every problem. Without a \
-            terminal, answers are read line by line from stdin. Times are the store's \
-            wall-clock time ('2025-06-02 10:00') or RFC 3339; the end defaults to the store's \
-            slot length (flag reservationSlotMinutes).
+            answer is checked as it is typed, and asked again when it breaks a rule, with the \
+            rule in the store's own time. The start, the party size, the topic and the form's \
+            fields are asked for when not given; a summary is shown and the booking confirmed \
+            (--yes books without asking). Values can be given with options and --field \
+            NAME=VALUE; with --no-input nothing is asked and missing or invalid values end the \
+            command with exit 64, listing every problem at once (so does the end of stdin). \
+            Without a terminal, answers are read line by line from stdin. Times are in the \
+            store's time zone: 'tomorrow 10:00', 'today 15:00', 'friday 9:30', '+2h', \
+            '2025-06-02 10:00', or RFC 3339; a start in the past is refused. The end defaults \
+            to the store's slot length (flag reservationSlotMinutes).
 
             Example:
               reservations new --store 5D0F1C2A-0004-4A00-8000-000000000004 \\
@@ -37,8 +41,11 @@ struct New: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The end (default: one slot).", valueName: "time"))
     var end: String?
 
-    @Option(name: .long, help: ArgumentHelp("How many people come.", valueName: "n"))
-    var partySize = 1
+    @Option(
+        name: .long,
+        help: ArgumentHelp("How many people come (asked; 1 with --no-input).", valueName: "n")
+    )
+    var partySize: Int?
 
     @Option(name: .long, help: ArgumentHelp("What it is about.", valueName: "text"))
     var topic: String?
@@ -58,8 +65,11 @@ struct New: AsyncParsableCommand {
     )
     var fields: [String] = []
 
-    @Flag(name: .long, help: "Never ask; fail on missing or invalid values.")
+    @Flag(name: .long, help: "Never ask; fail on missing or invalid values, listing every one.")
     var noInput = false
+
+    @Flag(name: .long, help: "Book without the confirmation question.")
+    var yes = false
 
     @OptionGroup var options: ClientOptions
 
@@ -109,49 +119,123 @@ struct New: AsyncParsableCommand {
                 )
             }
             let target = FlagTarget(store: storeInfo)
-            if case .number(let most)? = config.configuration.value(of: "maxPartySize", for: target),
-                Double(partySize) > most
-            {
-                throw SuiteClientError(
-                    .validationFailed,
-                    "--party-size \(partySize) is above \(storeInfo.name)'s limit of \(Int(most))"
-                )
-            }
             var asker = Asker(enabled: !noInput)
+            var form = FormState()
             let zone = storeInfo.resolvedTimeZone
-            guard
-                let startText = start
-                    ?? asker.ask("start (YYYY-MM-DD HH:MM, \(storeInfo.timeZone))")
-            else {
-                throw SuiteClientError(.validationFailed, "the start is missing: give --start TIME")
+            let now = Date()
+            let place = "\(storeInfo.timeZone) time"
+            let startsAt = form.obtain(
+                start,
+                field: "startsAt",
+                option: "--start TIME",
+                question: "Start (\(place), e.g. tomorrow 10:00)",
+                asker: &asker,
+                output: output
+            ) { text throws(RuleError) -> Date in
+                let instant: Date
+                do {
+                    instant = try TimeInput.instant(text, in: zone, now: now, option: "start")
+                } catch {
+                    throw RuleError("\(error)")
+                }
+                guard instant > now else {
+                    throw RuleError(
+                        "\(TimeInput.wall(instant, in: zone)) is in the past (it is \(TimeInput.wall(now, in: zone)) \(place))"
+                    )
+                }
+                return instant
             }
-            let startsAt: Date
-            do { startsAt = try TimeInput.instant(startText, in: zone, option: "--start") } catch {
-                throw SuiteClientError(.validationFailed, "\(error)")
-            }
-            var endsAt = startsAt.addingTimeInterval(30 * 60)
+            var slot = 30 * 60.0
             if case .number(let minutes)? = config.configuration.value(
                 of: "reservationSlotMinutes",
                 for: target
             ), minutes > 0 {
-                endsAt = startsAt.addingTimeInterval(minutes * 60)
+                slot = minutes * 60
             }
-            if let end {
-                do { endsAt = try TimeInput.instant(end, in: zone, option: "--end") } catch {
-                    throw SuiteClientError(.validationFailed, "\(error)")
+            var endsAt = startsAt.map { $0.addingTimeInterval(slot) }
+            if let startsAt, end != nil {
+                endsAt = form.obtain(
+                    end,
+                    field: "endsAt",
+                    option: "--end TIME",
+                    question: "End (\(place))",
+                    asker: &asker,
+                    output: output
+                ) { text throws(RuleError) -> Date in
+                    let instant: Date
+                    do {
+                        instant = try TimeInput.instant(text, in: zone, now: now, option: "end")
+                    } catch {
+                        throw RuleError("\(error)")
+                    }
+                    guard instant > startsAt else {
+                        throw RuleError(
+                            "\(TimeInput.wall(instant, in: zone)) is not after the start \(TimeInput.wall(startsAt, in: zone)) (\(place))"
+                        )
+                    }
+                    return instant
                 }
             }
-            guard let topicText = topic ?? asker.ask("topic") else {
-                throw SuiteClientError(.validationFailed, "the topic is missing: give --topic TEXT")
+            var most = ModelLimits.partySize.upperBound
+            if case .number(let limit)? = config.configuration.value(
+                of: "maxPartySize",
+                for: target
+            ) {
+                most = min(most, Int(limit))
             }
-            var form: [String: String]?
+            let party = form.obtain(
+                partySize.map(String.init),
+                field: "partySize",
+                option: "--party-size N",
+                question: "Party size (1–\(most)) [1]",
+                defaultAnswer: noInput ? "1" : nil,
+                emptyAnswer: "1",
+                asker: &asker,
+                output: output
+            ) { text throws(RuleError) -> Int in
+                guard let count = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                    throw RuleError("'\(text)' is not a number of people")
+                }
+                guard count >= 1, count <= most else {
+                    throw RuleError(
+                        "\(count) is outside 1–\(most), the party sizes \(storeInfo.name) takes (its limit of \(most))"
+                    )
+                }
+                return count
+            }
+            let topicText = form.obtain(
+                topic,
+                field: "topic",
+                option: "--topic TEXT",
+                question: "Topic",
+                asker: &asker,
+                output: output
+            ) { text throws(RuleError) -> String in
+                let trimmed = text.trimmingCharacters(in: .whitespaces)
+                guard !trimmed.isEmpty else { throw RuleError("must not be empty") }
+                if let problem = TextSafety.lineProblem(trimmed) { throw RuleError(problem) }
+                guard trimmed.count <= ModelLimits.nameLength else {
+                    throw RuleError("is longer than \(ModelLimits.nameLength) characters")
+                }
+                return trimmed
+            }
+            var customerForm: [String: String]?
             if customer == nil {
-                form = try fillForm(
+                customerForm = fillForm(
                     config.configuration,
                     given: given,
                     callingCode: PhoneNumber.callingCode(forRegion: storeInfo.market),
                     asker: &asker,
-                    output: output
+                    output: output,
+                    problems: &form.problems
+                )
+            }
+            guard form.problems.isEmpty, let startsAt, let endsAt, let party, let topicText else {
+                let ended = !noInput && !asker.enabled ? " (the answers ended)" : ""
+                throw SuiteClientError(
+                    .validationFailed,
+                    "nothing was booked\(ended): \(form.problems.count == 1 ? "one value is" : "\(form.problems.count) values are") missing or invalid",
+                    fieldErrors: form.problems
                 )
             }
             let request: NewReservation
@@ -160,11 +244,11 @@ struct New: AsyncParsableCommand {
                     storeID: storeID,
                     startsAt: startsAt,
                     endsAt: endsAt,
-                    partySize: partySize,
+                    partySize: party,
                     topic: topicText,
                     notes: notes,
                     customerID: customer.flatMap(UUID.init(uuidString:)),
-                    customer: form
+                    customer: customerForm
                 )
             } catch let error as Models.ValidationError {
                 throw SuiteClientError(
@@ -172,6 +256,9 @@ struct New: AsyncParsableCommand {
                     "the reservation is not valid",
                     fieldErrors: [APIProblem.FieldError(error)]
                 )
+            }
+            if !noInput && !yes {
+                try confirm(request, store: storeInfo, asker: &asker, output: output)
             }
             let created = try await client.createReservation(request)
             output.note(
@@ -182,27 +269,33 @@ struct New: AsyncParsableCommand {
     }
 
     /// The customer form: given values checked, missing or invalid ones asked for (when
-    /// asking is possible), then the whole form checked once more.
+    /// asking is possible), then the whole form checked once more; every problem is added to
+    /// `problems` (nil is returned when there is any).
     private func fillForm(
         _ configuration: ClientConfiguration,
         given: [String: String],
         callingCode: Int?,
         asker: inout Asker,
-        output: Output
-    ) throws(SuiteClientError) -> [String: String] {
+        output: Output,
+        problems: inout [APIProblem.FieldError]
+    ) -> [String: String]? {
         let known = Set(configuration.customerFormFields.map(\.name))
         let unknown = given.keys.filter { !known.contains($0) }.sorted()
-        guard unknown.isEmpty else {
-            throw SuiteClientError(
-                .validationFailed,
-                "the store's customer form has no field \(unknown.joined(separator: ", ")) (fields: \(configuration.customerFormFields.map(\.name).joined(separator: ", ")))"
+        for name in unknown {
+            problems.append(
+                APIProblem.FieldError(
+                    field: name,
+                    code: "unknownField",
+                    message:
+                        "the store's customer form has no field \(name) (fields: \(configuration.customerFormFields.map(\.name).joined(separator: ", ")))"
+                )
             )
         }
         func problem(_ name: String, _ value: String) -> FormFieldError? {
             configuration.validate(form: [name: value], defaultCallingCode: callingCode).errors
                 .first { $0.field == name }
         }
-        var values = given
+        var values = given.filter { known.contains($0.key) }
         for field in configuration.customerFormFields {
             var value = values[field.name]
             if let current = value, let error = problem(field.name, current), asker.enabled {
@@ -229,14 +322,111 @@ struct New: AsyncParsableCommand {
             form: values.filter { !$0.value.isEmpty },
             defaultCallingCode: callingCode
         )
-        guard checked.isValid else {
-            throw SuiteClientError(
-                .validationFailed,
-                "the customer's details do not fit the store's form",
-                fieldErrors: checked.errors.map(APIProblem.FieldError.init)
-            )
+        problems += checked.errors.map(APIProblem.FieldError.init)
+        return checked.isValid && unknown.isEmpty ? checked.values : nil
+    }
+
+    /// The booking as it will be made, on stderr, and the question whether to make it.
+    /// - Throws: ``SuiteClientError``: `validationFailed` (64) when the answers end first,
+    ///   `invalidInput` (64) for a "no": nothing was booked.
+    private func confirm(
+        _ request: NewReservation,
+        store: Store,
+        asker: inout Asker,
+        output: Output
+    ) throws(SuiteClientError) {
+        var lines: [(String, Output.Cell)] = [
+            ("Store", Output.Cell(store.name)),
+            (
+                "When",
+                Output.Cell(
+                    "\(Output.span(request.startsAt, request.endsAt, in: store)) (\(store.timeZone))"
+                )
+            ),
+            ("Party", Output.Cell(String(request.partySize))),
+            ("Topic", Output.Cell(request.topic)),
+        ]
+        if let form = request.customer {
+            let who = form.keys.sorted().compactMap { form[$0] }.joined(separator: ", ")
+            lines.append(("Customer", Output.Cell(who)))
+        } else if let id = request.customerID {
+            lines.append(("Customer", Output.Cell(id.uuidString)))
         }
-        return checked.values
+        if let notes = request.notes {
+            lines.append(("Notes", Output.Cell(notes, multiline: true)))
+        }
+        Console.write("\n" + output.labelled(lines))
+        while true {
+            guard let answer = asker.ask("Book it? [Y/n]") else {
+                throw SuiteClientError(
+                    .validationFailed,
+                    "nothing was booked: the answers ended before the confirmation (--yes books without asking)"
+                )
+            }
+            switch answer.lowercased() {
+            case "", "y", "yes": return
+            case "n", "no": throw SuiteClientError(.invalidInput, "nothing was booked")
+            default: output.warning("answer y or n")
+            }
+        }
+    }
+}
+
+/// A rule an answer broke, in the store's own terms.
+struct RuleError: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// The values of the booking form and every problem found with them.
+struct FormState {
+    var problems: [APIProblem.FieldError] = []
+
+    /// A value from its option, else asked for until it keeps the rule (`parse`); a given
+    /// value that breaks it is asked for again when asking is possible. Without asking (or
+    /// at the end of the answers), a missing or invalid value is added to ``problems`` and
+    /// nil returned (`defaultAnswer` is used for a value not given).
+    mutating func obtain<Value>(
+        _ given: String?,
+        field: String,
+        option: String,
+        question: String,
+        defaultAnswer: String? = nil,
+        emptyAnswer: String? = nil,
+        asker: inout Asker,
+        output: Output,
+        parse: (String) throws(RuleError) -> Value
+    ) -> Value? {
+        if let text = given ?? (asker.enabled ? nil : defaultAnswer) {
+            do {
+                return try parse(text)
+            } catch {
+                guard asker.enabled else {
+                    problems.append(
+                        APIProblem.FieldError(field: field, code: "invalid", message: error.message)
+                    )
+                    return nil
+                }
+                output.warning("\(field): \(error.message)")
+            }
+        }
+        while asker.enabled {
+            guard let answer = asker.ask(question) else { break }
+            let text = answer.isEmpty ? (emptyAnswer ?? answer) : answer
+            do {
+                return try parse(text)
+            } catch {
+                output.warning(error.message)
+            }
+        }
+        problems.append(
+            APIProblem.FieldError(
+                field: field,
+                code: "missing",
+                message: "is missing: give \(option)"
+            )
+        )
+        return nil
     }
 }
 

@@ -9,25 +9,44 @@ import SuiteClient
 extension Output {
     // MARK: Reservations
 
-    /// A list: JSON page or a table with the times in each store's time zone.
-    func printList(_ page: Page<ReservationDetail>) throws {
-        if json { return try printJSON(page) }
-        let header = ["CODE", "WHEN (store time)", "STATUS", "CUSTOMER", "PARTY", "TOPIC", "STORE"]
+    /// The columns a list can show; a query that fixes one (`--store`, `--status`) omits it.
+    enum ListColumn: String, CaseIterable {
+        case code = "CODE"
+        case when = "WHEN (store time)"
+        case status = "STATUS"
+        case customer = "CUSTOMER"
+        case party = "PARTY"
+        case topic = "TOPIC"
+        case store = "STORE"
+    }
+
+    /// A list: JSON page or a table with the times in each store's time zone, fitted to the
+    /// terminal's width, without the columns in `fixed`; the next page as a command to run.
+    func printList(_ fetched: Fetched<Page<ReservationDetail>>, fixed: Set<ListColumn> = [])
+        throws
+    {
+        if json { return try printPage(fetched) }
+        let page = fetched.value
+        let columns = ListColumn.allCases.filter { !fixed.contains($0) }
         let rows = page.items.map { detail -> [Cell] in
             let r = detail.reservation
-            return [
-                Cell(r.confirmationCode.description),
-                Cell(Self.span(r.startsAt, r.endsAt, in: detail.store)),
-                Cell(r.status.rawValue, style: Self.style(of: r.status)),
-                Cell(detail.customer.displayName),
-                Cell(String(r.partySize), alignRight: true),
-                Cell(r.topic),
-                Cell(detail.store.name),
-            ]
+            return columns.map { column in
+                switch column {
+                case .code: Cell(r.confirmationCode.description)
+                case .when: Cell(Self.span(r.startsAt, r.endsAt, in: detail.store))
+                case .status: Cell(r.status.rawValue, style: Self.style(of: r.status))
+                case .customer: Cell(detail.customer.displayName)
+                case .party: Cell(String(r.partySize), alignRight: true)
+                case .topic: Cell(r.topic)
+                case .store: Cell(detail.store.name)
+                }
+            }
         }
-        try writeOut(table(header: header, rows: rows))
+        try writeOut(table(header: columns.map(\.rawValue), rows: rows))
         if page.items.isEmpty { note("no reservations") }
-        if let cursor = page.nextCursor { note("more: --cursor \(cursor)") }
+        if let cursor = page.nextCursor {
+            note("next page: \(Self.command(replacing: "--cursor", with: cursor))")
+        }
     }
 
     /// One reservation: JSON (with its customer and store) or a block of labelled lines.
@@ -52,7 +71,9 @@ extension Output {
             ("Party", Cell(String(r.partySize))),
             ("Topic", Cell(r.topic)),
         ]
-        if let notes = r.notes, !notes.isEmpty { lines.append(("Notes", Cell(notes))) }
+        if let notes = r.notes, !notes.isEmpty {
+            lines.append(("Notes", Cell(notes, multiline: true)))
+        }
         lines.append(("Version", Cell(String(r.version))))
         try writeOut(labelled(lines))
     }
@@ -62,9 +83,10 @@ extension Output {
     /// A table cell (newlines become spaces, optional ANSI style, alignment).
     typealias Cell = TextTable.Cell
 
-    /// Columns padded to their widest cell (in characters), two spaces apart.
+    /// Columns padded to their widest cell (in display columns), two spaces apart, fitted to
+    /// the terminal's width.
     func table(header: [String], rows: [[Cell]]) -> String {
-        TextTable(header: header, rows: rows).render(color: color)
+        TextTable(header: header, rows: rows).render(color: color, width: Console.stdoutColumns)
     }
 
     /// ANSI styles by status.

@@ -176,9 +176,10 @@ struct ScanCommand: SuiteCommand {
             annotation: annotation
         )
         let writer = RecordWriter(format: format)
-        let progress = Progress(
-            total: collected.inputs.count,
-            enabled: !common.quiet && Console.stderrIsTerminal
+        let progress = ProgressLine(
+            noun: "files",
+            enabled: !common.quiet && Console.stderrIsTerminal,
+            minimumTotal: 10
         )
         var sawEmpty = false
         var symbolCount = 0
@@ -213,10 +214,10 @@ struct ScanCommand: SuiteCommand {
                 }
                 symbolCount += record.symbols.count
             }
-            progress.step()
+            progress.step(total: items.count)
         }
         try writer.end()
-        progress.clear()
+        progress.finish()
         if StopSignal.received != nil {
             if !common.quiet { Console.note("scan: interrupted") }
             return

@@ -97,6 +97,7 @@ struct Serve: AsyncParsableCommand {
             trustedProxies.compactMap(TrustedProxies.Range.init)
         )
         configuration.metrics = registry
+        configuration.notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
         let displayHost = host.contains(":") ? "[\(host)]" : host
         configuration.onListening = { _, port in
             do {

@@ -74,6 +74,18 @@ struct DatabaseOptions: ParsableArguments {
             )
         }
         if let database, database.isEmpty { throw ValidationError("--database must not be empty") }
+        // The one that is used: --database, else the environment.
+        let (name, value) =
+            database.map { ("--database", $0) }
+            ?? (
+                "SHOPFLOOR_DATABASE_URL",
+                ProcessInfo.processInfo.environment["SHOPFLOOR_DATABASE_URL"] ?? ""
+            )
+        if let scheme = DatabaseLocation.unsupportedScheme(value) {
+            throw ValidationError(
+                "\(name): '\(scheme)://' is not a database this server uses (a SQLite file path or a postgres:// URL)"
+            )
+        }
     }
 
     func logger(_ label: String, defaultLevel: Logger.Level = .warning) -> Logger {

@@ -23,13 +23,13 @@ struct Read: ParsableCommand {
     func run() throws {
         let store = try global.openStore()
         guard let key else {
-            try emit(DefaultsValue.dictionary(store.storedValues()).jsonText(pretty: true))
+            try emit(JSONOutput.text(DefaultsValue.dictionary(store.storedValues()), pretty: true))
             return
         }
         guard let value = store.storedValues()[key] else {
             throw CommandError.notFound("key '\(key)' does not exist in suite '\(store.suiteName)'")
         }
-        try emit(global.common.json ? value.jsonText(pretty: true) : value.plainText)
+        try emit(global.common.json ? JSONOutput.text(value, pretty: true) : value.plainText())
     }
 }
 
@@ -83,7 +83,8 @@ struct Export: ParsableCommand {
         let store = try global.openStore()
         let suite = DefaultsValue.dictionary(store.storedValues())
         let text =
-            global.common.json ? suite.jsonText(pretty: true) + "\n" : suite.propertyListXML()
+            global.common.json
+            ? try JSONOutput.text(suite, pretty: true) + "\n" : suite.propertyListXML()
         if file == "-" {
             try StandardOutput.write(text)
             return
@@ -132,6 +133,10 @@ struct Find: ParsableCommand {
         var suite: String
         var key: String
         var value: DefaultsValue
+        /// The value as one line of JSON, for people (not part of the JSON).
+        var text = ""
+
+        private enum CodingKeys: String, CodingKey { case suite, key, value }
     }
 
     func run() throws {
@@ -151,18 +156,21 @@ struct Find: ParsableCommand {
             let values = store.storedValues()
             for key in values.keys.sorted() {
                 let value = values[key]!
+                let text = try JSONOutput.text(value)
                 guard
                     key.localizedCaseInsensitiveContains(word)
-                        || value.jsonText().localizedCaseInsensitiveContains(word)
+                        || text.localizedCaseInsensitiveContains(word)
                 else { continue }
-                matches.append(Match(suite: suite, key: key, value: value))
+                matches.append(Match(suite: suite, key: key, value: value, text: text))
             }
         }
         if global.common.json {
             try emit(JSONOutput.line(Page(items: matches)))
         } else {
             for match in matches {
-                try emit("\(match.suite) \(match.key) = \(match.value.jsonText())")
+                try emit(
+                    TextSafety.terminal("\(match.suite) \(match.key) = \(match.text)")
+                )
             }
         }
     }

@@ -89,17 +89,17 @@ func emit(_ text: String) throws(OutputError) {
 }
 
 extension DefaultsValue {
-    /// The value as `read KEY` prints it: scalars plainly (booleans 1/0, dates RFC 3339, data
-    /// as hex), arrays and dictionaries as JSON.
-    var plainText: String {
+    /// The value as `read KEY` prints it: scalars plainly (booleans 1/0, dates in the suite's
+    /// RFC 3339 form, data as hex), arrays and dictionaries as JSON.
+    func plainText() throws -> String {
         switch self {
         case .string(let string): string
         case .int(let int): String(int)
-        case .double: jsonText()
+        case .double(let double): "\(double)"
         case .bool(let bool): bool ? "1" : "0"
-        case .date(let date): DefaultsValue.rfc3339(date)
+        case .date(let date): RFC3339.string(from: date)
         case .data(let data): data.map { String(format: "%02x", $0) }.joined()
-        case .array, .dictionary: jsonText(pretty: true)
+        case .array, .dictionary: try JSONOutput.text(self, pretty: true)
         }
     }
 }
@@ -107,6 +107,7 @@ extension DefaultsValue {
 /// The store's failures as the entry point reports them: an invalid suite name or a value
 /// past the limits is a usage error (64), the rest 1.
 extension SharedStoreError: ReportableError {
+    /// 64 for an invalid suite name or a value past the limits, 1 for anything else.
     public var exitStatus: ExitStatus {
         switch code {
         case .invalidSuiteName, .limitExceeded: .usage

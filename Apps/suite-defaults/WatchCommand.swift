@@ -21,7 +21,7 @@ struct Watch: AsyncParsableCommand {
     func run() async throws {
         let store = try global.openStore(refresh: .notifications)
         for await change in store.changes(forKey: key) {
-            try emit(change.jsonLine())
+            try emit(JSONOutput.line(ChangeLine(change)))
         }
         // The sequence ends on a stop signal (CommandMain exits 130/143) or when the
         // container is gone, where nothing will ever change again.
@@ -30,5 +30,24 @@ struct Watch: AsyncParsableCommand {
                 "the container of suite '\(store.suiteName)' (\(store.containerURL.path)) was removed; stopped watching"
             )
         }
+    }
+}
+
+/// One line of `watch`: `{"at", "key", "new", "old", "suite"}`, an absent value as `null`.
+struct ChangeLine: Encodable {
+    var change: DefaultsChange
+
+    init(_ change: DefaultsChange) { self.change = change }
+
+    private enum CodingKeys: String, CodingKey { case suite, key, old, new, at }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(change.suite, forKey: .suite)
+        try container.encode(change.key, forKey: .key)
+        // Optional's own encoding: `null` when absent (encodeIfPresent would drop the key).
+        try container.encode(change.oldValue, forKey: .old)
+        try container.encode(change.newValue, forKey: .new)
+        try container.encode(change.date, forKey: .at)
     }
 }

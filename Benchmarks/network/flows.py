@@ -30,6 +30,7 @@ import sys
 import time
 
 DOWN_LIMIT = 3.0  # connect timeout (2 s) + 1 s
+TLS_NAMES = {"lb": "HAProxy", "server": "store-server", "": "—"}
 PASSWORD = b"shopfloor-demo\n"
 
 
@@ -120,7 +121,7 @@ def command_run(args):
         status, seconds, out, err = run_command(argv, env, stdin)
         ok, note = judge(args.profile, flow, status, seconds, out, err, extra)
         record = {"profile": args.profile, "flow": flow, "status": status, "seconds": seconds,
-                  "ok": ok, "note": note}
+                  "ok": ok, "note": note, "tls": args.label}
         if flow == "check-in" and extra:
             record["reservation"] = extra
         records.append(record)
@@ -193,15 +194,28 @@ def audit(records, database, server_log):
     for record in records:
         if record["flow"] == "check-in" and "reservation" in record:
             reservation = record["reservation"]
-            tried[reservation["id"].upper()] = (record["profile"], reservation["version"],
-                                                record["ok"])
+            label = TLS_NAMES.get(record.get("tls", ""), "")
+            tried[reservation["id"].upper()] = (f"{label} {record['profile']}".strip(),
+                                                reservation["version"], record["ok"])
     if not tried or not database or not os.path.exists(database):
         return []
-    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
-    rows = {row[0].upper(): (row[1], row[2])
-            for row in connection.execute("SELECT id, version, status FROM reservations")}
-    connection.close()
-    log = open(server_log, errors="replace").read().splitlines() if server_log else []
+    if database.endswith(".csv"):
+        # The rig's PostgreSQL: `id,version,status` rows exported with psql before it stops.
+        with open(database) as handle:
+            rows = {}
+            for line in handle:
+                parts = line.strip().split(",")
+                if len(parts) == 3 and parts[1].isdigit():
+                    rows[parts[0].upper()] = (int(parts[1]), parts[2])
+    else:
+        connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+        rows = {row[0].upper(): (row[1], row[2])
+                for row in connection.execute("SELECT id, version, status FROM reservations")}
+        connection.close()
+    log = []
+    for path in (server_log or "").split(","):
+        if path and os.path.exists(path):
+            log += open(path, errors="replace").read().splitlines()
     changes = {}
     # "note: reservation status changed (by: …, reservation: ID, status: checkedIn)", or
     # key=value: the reservation's id after its key.
@@ -235,15 +249,17 @@ def command_report(args):
             records += json.load(handle)
     order = []
     for record in records:
-        key = (record["profile"], record["flow"])
+        key = (record.get("tls", ""), record["profile"], record["flow"])
         if key not in order:
             order.append(key)
     lines = [
-        "| profile | flow | runs | success | p50 ms | p95 ms | max ms | notes |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| TLS by | profile | flow | runs | success | p50 ms | p95 ms | max ms | notes |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
-    for profile, flow in order:
-        group = [r for r in records if r["profile"] == profile and r["flow"] == flow]
+    targets = []
+    for tls, profile, flow in order:
+        group = [r for r in records if r.get("tls", "") == tls and r["profile"] == profile
+                 and r["flow"] == flow]
         times = [r["seconds"] * 1000 for r in group]
         ok = sum(r["ok"] for r in group)
         notes = {}
@@ -252,9 +268,24 @@ def command_report(args):
                 notes[r["note"]] = notes.get(r["note"], 0) + 1
         note = "; ".join(f"{text} ×{count}" for text, count in sorted(notes.items()))
         lines.append(
-            f"| {profile} | {flow} | {len(group)} | {100 * ok / len(group):.0f}% | "
+            f"| {TLS_NAMES.get(tls, tls)} | {profile} | {flow} | {len(group)} | "
+            f"{100 * ok / len(group):.0f}% | "
             f"{percentile(times, 0.5):.0f} | {percentile(times, 0.95):.0f} | "
             f"{max(times):.0f} | {note[:200]} |")
+        who = TLS_NAMES.get(tls, tls)
+        if profile == "3G" and flow == "show":
+            p95 = percentile(times, 0.95)
+            targets.append((p95 <= 1000, f"{who}: lookup on 3G p95 {p95:.0f} ms (≤ 1000 ms)"))
+        if profile == "Edge":
+            targets.append((ok == len(group), f"{who}: Edge {flow}: {ok} of {len(group)} complete"))
+        if profile == "Down":
+            slowest = max(times)
+            targets.append((slowest <= DOWN_LIMIT * 1000 and ok == len(group),
+                            f"{who}: Down {flow}: slowest {slowest:.0f} ms (≤ 3000 ms), "
+                            f"{ok} of {len(group)} as expected"))
+    if targets:
+        lines += ["", "Targets (issue 25):", ""]
+        lines += [f"- {'met' if met else 'MISSED'}: {text}" for met, text in targets]
     checks = audit(records, args.database, args.server_log)
     if checks:
         lines += ["", "Check-ins as the server counts them (each reservation checked in once: "
@@ -289,6 +320,7 @@ def main():
     run.add_argument("--runs", type=int, default=10)
     run.add_argument("--pool", required=True)
     run.add_argument("--checkin-offset", type=int, default=0)
+    run.add_argument("--label", default="", help="who terminates TLS: lb or server")
     run.add_argument("--out", required=True)
     prepare = sub.add_parser("prepare")
     prepare.add_argument("--bin", required=True)
@@ -298,8 +330,8 @@ def main():
     prepare.add_argument("--out", required=True)
     report = sub.add_parser("report")
     report.add_argument("--out-dir", required=True)
-    report.add_argument("--database")
-    report.add_argument("--server-log")
+    report.add_argument("--database", help="the SQLite file, or a CSV of id,version,status")
+    report.add_argument("--server-log", help="the server's log; several, comma-separated")
     report.add_argument("--header")
     report.add_argument("results", nargs="+")
     args = parser.parse_args()

@@ -1,5 +1,6 @@
 import CommandSupport
 import Foundation
+import Models
 
 #if canImport(Glibc)
     import Glibc
@@ -14,9 +15,10 @@ public enum Prompt {
     /// Whether stdin is a terminal.
     public static var stdinIsTerminal: Bool { isatty(0) == 1 }
 
-    /// Asks for a line; nil at the end of input.
+    /// Asks for a line; nil at the end of input. The question may quote the server (a form's
+    /// labels): nothing in it reaches the terminal raw.
     public static func line(_ question: String) -> String? {
-        Console.write(question)
+        Console.write(TextSafety.terminal(question, multiline: true))
         return readLine(strippingNewline: true)
     }
 
@@ -36,7 +38,7 @@ public enum Prompt {
         quiet.c_lflag |= tcflag_t(ECHONL)
         tcsetattr(0, TCSAFLUSH, &quiet)
         defer { tcsetattr(0, TCSAFLUSH, &settings) }
-        Console.write(question)
+        Console.write(TextSafety.terminal(question, multiline: true))
         return readLine(strippingNewline: true)
     }
 

@@ -83,17 +83,26 @@ public struct Login<App: SuiteClientApp>: AsyncParsableCommand {
 }
 
 /// `APP logout`: signs every suite app out (revoked on the server that issued the session)
-/// and forgets the data kept for offline use.
+/// and removes every suite app's server data kept for offline use, saying what it removed.
 public struct Logout<App: SuiteClientApp>: AsyncParsableCommand {
     /// `logout`, its help.
     public static var configuration: CommandConfiguration {
         CommandConfiguration(
             commandName: "logout",
-            abstract: "Sign every suite app out and forget the data kept for offline use.",
-            discussion:
-                "Works offline too: the session is then removed here and expires on the server."
+            abstract:
+                "Sign every suite app out and remove the server data every suite app kept for offline use.",
+            discussion: """
+                Removes the token file, revokes the session on the server that issued it, and \
+                removes what every suite app kept for offline use (reservations, customers' \
+                names, e-mails and phones, products, product images), saying what it removed. \
+                Works offline too: the session is then removed here and expires on the server.
+                """
         )
     }
+
+    /// `--keep-cache`: sign out but keep the offline copies.
+    @Flag(name: .long, help: "Keep the data kept for offline use (only the session ends).")
+    public var keepCache = false
 
     /// The server and timeouts, the common flags.
     @OptionGroup public var options: ClientOptions<App>
@@ -106,13 +115,22 @@ public struct Logout<App: SuiteClientApp>: AsyncParsableCommand {
         try await withClient(options) { client, output in
             // Revoked where it was issued, whatever --server says.
             let issuer = client.session?.server ?? client.server.description
-            switch try await client.signOut() {
+            let report = try await client.signOut(keepCache: keepCache)
+            switch report.outcome {
             case .notSignedIn: output.note("not signed in")
             case .revoked: output.note("signed out of \(issuer)")
             case .localOnly(let reason):
                 output.warning(
                     "signed out here, but the server could not be told (\(reason)); the session ends there when it expires"
                 )
+            }
+            if keepCache {
+                output.note("kept the data kept for offline use (--keep-cache)")
+            } else if report.removed.isEmpty {
+                output.note("no data was kept for offline use")
+            } else {
+                let parts = report.removed.map { "\($0.count) \($0.what)" }
+                output.note("removed \(parts.joined(separator: ", "))")
             }
         }
     }
@@ -156,16 +174,45 @@ public struct Whoami<App: SuiteClientApp>: AsyncParsableCommand {
                 output.warning("offline: \(error.message); showing the stored session")
                 let name = session.username ?? "?"
                 if output.json {
-                    try output.printJSON(["username": name, "server": session.server])
+                    try output.printJSON(
+                        WhoamiJSON(
+                            username: name,
+                            displayName: nil,
+                            homeStoreID: nil,
+                            server: session.server,
+                            offline: true
+                        )
+                    )
                 } else {
-                    try output.writeOut("\(name) on \(session.server)\n")
+                    try output.writeOut(TextSafety.terminal("\(name) on \(session.server)") + "\n")
                 }
                 return
             }
-            if output.json { return try output.printJSON(associate) }
+            if output.json {
+                return try output.printJSON(
+                    WhoamiJSON(
+                        username: associate.username,
+                        displayName: associate.displayName,
+                        homeStoreID: associate.homeStoreID,
+                        server: client.server.description,
+                        offline: false
+                    )
+                )
+            }
             var text = "\(associate.username) (\(associate.displayName)) on \(client.server)"
             if let home = associate.homeStoreID { text += ", home store \(home.uuidString)" }
-            try output.writeOut(text + "\n")
+            try output.writeOut(TextSafety.terminal(text) + "\n")
         }
     }
+}
+
+/// `whoami --json`, one shape online and offline: the associate's fields as the server
+/// gives them (`displayName` and `homeStoreID` only when known: online), the server, and
+/// whether the answer is the stored session only (`offline`).
+struct WhoamiJSON: Encodable {
+    var username: String
+    var displayName: String?
+    var homeStoreID: UUID?
+    var server: String
+    var offline: Bool
 }

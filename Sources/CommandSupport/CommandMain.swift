@@ -4,6 +4,7 @@ public import Foundation
 import Logging
 import Models
 import Plumbing
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -71,6 +72,9 @@ public struct CommandError: ReportableError, Sendable, CustomStringConvertible {
 ///   says; Plumbing's `ContainerError` 64 for an invalid suite name, else 1; anything else 1.
 /// - A command that succeeded after a message could not be written to stderr exits 1.
 public enum CommandMain {
+    /// The (sub)command parsed from the arguments, for the usage of an error it throws.
+    private static let parsedCommand = Mutex<(any ParsableCommand.Type)?>(nil)
+
     /// Parses `arguments` (the process's by default) as `command` and runs it; never returns.
     public static func run(_ command: any ParsableCommand.Type, arguments: [String]? = nil) async
         -> Never
@@ -81,8 +85,16 @@ public enum CommandMain {
         do {
             parsed = try command.parseAsRoot(arguments)
         } catch {
+            if let unknown = UnknownSubcommand.find(
+                in: arguments ?? Array(CommandLine.arguments.dropFirst()),
+                root: command
+            ) {
+                Console.write(unknown.message)
+                StopSignal.exit(ExitStatus.usage.rawValue)
+            }
             finish(error, command: command)
         }
+        parsedCommand.withLock { $0 = type(of: parsed) }
         // Safe: from here on only the task touches the parsed command.
         nonisolated(unsafe) let handedOver = parsed
         let task = Task { try await run(handedOver) }
@@ -153,6 +165,17 @@ public enum CommandMain {
             }
             return 0
         }
+        if let validation = error as? ArgumentParser.ValidationError,
+            let subcommand = parsedCommand.withLock({ $0 }), subcommand != command
+        {
+            // Thrown by a subcommand's run(): its own usage, not the top-level one.
+            Console.write(
+                "error: \(Console.safe(validation.message))\n"
+                    + "Usage: \(command.usageString(for: subcommand))\n"
+                    + "  See '\(UnknownSubcommand.path(to: subcommand, from: command)) --help' for more information.\n"
+            )
+            return ExitStatus.usage.rawValue
+        }
         if code == .validationFailure || error is ArgumentParser.ValidationError {
             var text = message
             if text.hasPrefix("Error: ") { text = "error: " + text.dropFirst("Error: ".count) }
@@ -161,34 +184,5 @@ public enum CommandMain {
         }
         Console.error("\(error)")
         return ExitStatus.failure.rawValue
-    }
-}
-
-/// JSON as the suite prints it: keys sorted (JSONEncoder keeps no declaration order, and
-/// output must not change from run to run), slashes unescaped, instants in the suite's one
-/// RFC 3339 form (Models' `RFC3339`, `2026-11-23T07:05:09.120Z`), data as base64.
-public enum JSONOutput {
-    /// An encoder for one JSON value per line (`pretty` for people).
-    public static func encoder(pretty: Bool = false) -> JSONEncoder {
-        let encoder = JSONEncoder()
-        var formatting: JSONEncoder.OutputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-        if pretty { formatting.insert(.prettyPrinted) }
-        encoder.outputFormatting = formatting
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(RFC3339.string(from: date))
-        }
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(
-            positiveInfinity: "+infinity",
-            negativeInfinity: "-infinity",
-            nan: "nan"
-        )
-        return encoder
-    }
-
-    /// `value` as one line of JSON text (no newline).
-    /// - Throws: the encoder's error (a value that cannot be encoded).
-    public static func line(_ value: some Encodable) throws -> String {
-        String(decoding: try encoder().encode(value), as: UTF8.self)
     }
 }

@@ -1,4 +1,5 @@
 internal import CStartup
+import Models
 import Plumbing
 import Synchronization
 
@@ -66,14 +67,18 @@ public struct OutputError: Error, Sendable, CustomStringConvertible {
 public enum Console {
     private static let failed = Atomic<Bool>(false)
 
-    /// Writes `error: <message>` to stderr.
-    public static func error(_ message: String) { write("error: \(message)\n") }
+    /// Writes `error: <message>` to stderr. Messages often quote the server or a file, so
+    /// controls and format characters in them are escaped (newlines and tabs kept).
+    public static func error(_ message: String) { write("error: \(safe(message))\n") }
 
-    /// Writes `warning: <message>` to stderr.
-    public static func warning(_ message: String) { write("warning: \(message)\n") }
+    /// Writes `warning: <message>` to stderr, escaped as ``error(_:)`` is.
+    public static func warning(_ message: String) { write("warning: \(safe(message))\n") }
 
-    /// Writes a line to stderr without a prefix (progress, notes).
-    public static func note(_ message: String) { write("\(message)\n") }
+    /// Writes a line to stderr without a prefix (notes), escaped as ``error(_:)`` is.
+    public static func note(_ message: String) { write("\(safe(message))\n") }
+
+    /// `message` with nothing that could drive the terminal (Models' `TextSafety`).
+    static func safe(_ message: String) -> String { TextSafety.terminal(message, multiline: true) }
 
     /// Writes raw text to stderr in full, under the lock every stdout and stderr write holds.
     public static func write(_ text: String) {
@@ -92,6 +97,18 @@ public enum Console {
 
     /// Whether stdout is a terminal (tables are printed only then).
     public static var stdoutIsTerminal: Bool { isatty(1) == 1 }
+
+    /// The columns of the terminal on stdout (`TIOCGWINSZ`, else `COLUMNS`), nil when stdout
+    /// is not a terminal.
+    public static var stdoutColumns: Int? {
+        guard isatty(1) == 1 else { return nil }
+        var size = winsize()
+        if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if let columns = getenv("COLUMNS").flatMap({ Int(String(cString: $0)) }), columns > 0 {
+            return columns
+        }
+        return nil
+    }
 
     /// Whether colour may be used on stderr: a terminal and `NO_COLOR` unset.
     public static var useColor: Bool { stderrIsTerminal && getenv("NO_COLOR") == nil }

@@ -14,12 +14,15 @@ import Synchronization
 /// them. On the first, ``CommandMain`` cancels the running command (async work such as
 /// `scan`'s image loop or `watch`'s change loop ends at once and prints what it has whole),
 /// and the process exits 130 (SIGINT) or 143 (SIGTERM) as soon as the command returns, or
-/// after ``grace`` (100 ms unless the command allowed more) at the latest, never in the middle of a write to stdout or stderr. A
-/// second signal exits at once.
+/// after ``grace`` (90 ms unless the command allowed more) at the latest, not in the middle
+/// of a write to stdout or stderr unless that write is blocked (``exit(_:)`` waits
+/// ``writeWait`` for it): by default within 100 ms of the signal even while output is stuck
+/// on a full pipe. A second signal exits at once.
 public enum StopSignal {
     /// How long a stopping command may take to wind down before the process exits anyway,
     /// unless the command allowed more (``allowGrace(_:)``).
-    public static let defaultGrace: Duration = .milliseconds(100)
+    /// With ``writeWait``, a stop takes 100 ms at most.
+    public static let defaultGrace: Duration = .milliseconds(90)
 
     private struct State {
         var watching = false
@@ -77,11 +80,22 @@ public enum StopSignal {
         if now { action() }
     }
 
-    /// Ends the process with `status` once no thread is writing to stdout or stderr. Nothing
-    /// buffered in Swift or C stdio is flushed (the suite's output is never buffered there),
-    /// and no exit handler runs while worker threads may still be inside C libraries.
+    /// How long an exit waits for a write to stdout or stderr in progress to finish.
+    public static let writeWait: Duration = .milliseconds(10)
+
+    /// Ends the process with `status` once no thread is writing to stdout or stderr, so no
+    /// line is cut by the exit, but waiting at most ``writeWait``: a write blocked on a full
+    /// pipe whose reader does not read never finishes, and must not hold the exit (its line
+    /// could not be completed anyway). Nothing buffered in Swift or C stdio is flushed (the
+    /// suite's output is never buffered there), and no exit handler runs while worker
+    /// threads may still be inside C libraries.
     public static func exit(_ status: Int32) -> Never {
-        standardStreamsLock.withLock { _ in _exit(status) }
+        let end = ContinuousClock.now + writeWait
+        repeat {
+            _ = standardStreamsLock.withLockIfAvailable { _ -> Void in _exit(status) }
+            usleep(500)
+        } while ContinuousClock.now < end
+        _exit(status)
     }
 
     /// Replaces this process with a new run of its program (`/proc/self/exe`) with

@@ -43,11 +43,12 @@ public struct SuiteLogHandler: LogHandler {
             case .notice, .info: "note"
             case .debug, .trace: "debug"
             }
-        var text = "\(prefix): \(message)"
+        var text = "\(prefix): \(Console.safe(message))"
         if !metadata.isEmpty {
             text +=
                 " ("
-                + metadata.keys.sorted().map { "\($0): \(metadata[$0]!)" }.joined(separator: ", ")
+                + metadata.keys.sorted().map { "\($0): \(Console.safe("\(metadata[$0]!)"))" }
+                .joined(separator: ", ")
                 + ")"
         }
         return text + "\n"

@@ -1,3 +1,5 @@
+import Models
+
 /// An aligned table for people on a terminal: columns padded to their widest cell (in
 /// characters), two spaces apart, a bold header when colour is on, one line per row.
 ///
@@ -7,22 +9,39 @@
 /// try StandardOutput.write(table.render(color: Console.stdoutIsTerminal))
 /// ```
 public struct TextTable: Sendable {
-    /// One cell: its text (newlines become spaces), an optional ANSI style (`"32"`, `"1"`)
-    /// used only with colour, and its alignment.
+    /// One cell: its text (newlines become spaces, every other control or format character
+    /// is escaped), an optional ANSI style (`"32"`, `"1"`) used only with colour, and its
+    /// alignment.
     public struct Cell: Sendable, Hashable {
-        /// The text, on one line.
+        /// The text, safe for a terminal: on one line, or (``multiline``) with newlines and
+        /// tabs kept.
         public var text: String
         /// The SGR parameters, such as `"31"` for red, or nil.
         public var style: String?
         /// Right-aligned (numbers) or left-aligned.
         public var alignRight: Bool
+        /// Whether newlines and tabs are kept (notes in a block of labelled lines).
+        public var multiline: Bool
 
-        /// A cell; a newline in `text` must not break the table, so it becomes a space.
-        public init(_ text: String, style: String? = nil, alignRight: Bool = false) {
-            self.text = text.replacingOccurrences(of: "\r\n", with: " ")
-                .replacingOccurrences(of: "\n", with: " ")
+        /// A cell. Its text usually comes from the server or a file, so nothing in it may
+        /// drive the terminal: a newline must not break the table (it becomes a space, unless
+        /// `multiline`), and escape sequences, other controls and bidi or other format
+        /// characters are shown escaped (Models' `TextSafety`).
+        public init(
+            _ text: String,
+            style: String? = nil,
+            alignRight: Bool = false,
+            multiline: Bool = false
+        ) {
+            let flat =
+                multiline
+                ? text.replacingOccurrences(of: "\r\n", with: "\n")
+                : text.replacingOccurrences(of: "\r\n", with: " ")
+                    .replacingOccurrences(of: "\n", with: " ")
+            self.text = TextSafety.terminal(flat, multiline: multiline)
             self.style = style
             self.alignRight = alignRight
+            self.multiline = multiline
         }
 
         /// The text, wrapped in its style when `color` is on.
@@ -46,20 +65,29 @@ public struct TextTable: Sendable {
     /// Adds a row.
     public mutating func append(_ row: [Cell]) { rows.append(row) }
 
-    /// The table's lines, each ending in `\n`; the last column is not padded.
-    public func render(color: Bool) -> String {
-        var widths = header.map(\.count)
+    /// The table's lines, each ending in `\n`; the last column is not padded. With
+    /// `width` (the terminal's columns), a table that would be wider is fitted: the widest
+    /// left-aligned (text) columns are narrowed, their cells cut with `…`, so no row wraps.
+    /// Widths are display columns (wide characters take two, combining marks none).
+    public func render(color: Bool, width: Int? = nil) -> String {
+        var widths = header.map { DisplayWidth.of($0) }
         for row in rows {
             for (index, cell) in row.enumerated() where index < widths.count {
-                widths[index] = max(widths[index], cell.text.count)
+                widths[index] = max(widths[index], DisplayWidth.of(cell.text))
             }
         }
+        if let width { widths = Self.fit(widths, into: width, shrinkable: shrinkable) }
         func line(_ cells: [Cell]) -> String {
             var parts: [String] = []
             for (index, cell) in cells.enumerated() where index < widths.count {
-                let pad = String(repeating: " ", count: widths[index] - cell.text.count)
+                var shown = cell
+                shown.text = DisplayWidth.truncate(cell.text, to: widths[index])
+                let pad = String(
+                    repeating: " ",
+                    count: max(0, widths[index] - DisplayWidth.of(shown.text))
+                )
                 let last = index == cells.count - 1
-                let text = cell.rendered(color: color)
+                let text = shown.rendered(color: color)
                 parts.append(cell.alignRight ? pad + text : (last ? text : text + pad))
             }
             return parts.joined(separator: "  ") + "\n"
@@ -67,5 +95,27 @@ public struct TextTable: Sendable {
         var out = line(header.map { Cell($0, style: "1") })
         for row in rows { out += line(row) }
         return out
+    }
+
+    /// Which columns may be narrowed: text, not numbers (right-aligned in any row).
+    private var shrinkable: [Bool] {
+        header.indices.map { index in
+            !rows.contains { row in index < row.count && row[index].alignRight }
+        }
+    }
+
+    /// Column widths that fit `total` columns (two spaces between columns): the widest
+    /// shrinkable column loses a column at a time, down to 3 (`ab…`).
+    static func fit(_ widths: [Int], into total: Int, shrinkable: [Bool]) -> [Int] {
+        var widths = widths
+        func sum() -> Int { widths.reduce(0, +) + 2 * max(0, widths.count - 1) }
+        while sum() > total {
+            guard
+                let widest = widths.indices.filter({ shrinkable[$0] && widths[$0] > 3 })
+                    .max(by: { widths[$0] < widths[$1] })
+            else { break }
+            widths[widest] -= 1
+        }
+        return widths
     }
 }

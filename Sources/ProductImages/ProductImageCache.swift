@@ -1,7 +1,7 @@
 public import Foundation
 public import ImageCache
-public import PNG
 public import Logging
+public import PNG
 public import SuiteClient
 internal import Synchronization
 
@@ -34,7 +34,7 @@ public final class ProductImageCache: Sendable {
 
     /// The image cache folder in a suite container.
     public static func directory(in container: URL) -> URL {
-        container.appendingPathComponent("images", isDirectory: true)
+        SuiteClient.imageDirectory(in: container)
     }
 
     /// Opens the cache in `client`'s suite container.

@@ -157,6 +157,12 @@ func prepareDatabase(
         throw error
     } catch {
         await database.shutdown()
+        if let reason = PostgresFailure.reason(error) {
+            throw DatabaseError(
+                .unavailable,
+                "database '\(location)' could not be prepared: \(reason)"
+            )
+        }
         throw DatabaseError(
             .unavailable,
             "database '\(location)' could not be prepared",
@@ -198,6 +204,13 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
     try await context.clock.synchronize()
     let (router, routes) = context.makeRouter()
     let onListening = configuration.onListening
+    let notifier = configuration.notifier
+    var services: [any Service] = [
+        DatabaseCloser(database: database), Housekeeping(context: context),
+    ]
+    if let notifier {
+        services.append(SystemdWatchdog(notifier: notifier, database: database, logger: logger))
+    }
     var application = Application(
         router: router,
         server: .http1(
@@ -210,13 +223,15 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
             address: .hostname(configuration.host, port: configuration.port),
             serverName: nil
         ),
-        services: [DatabaseCloser(database: database), Housekeeping(context: context)],
+        services: services,
         onServerRunning: { channel in
             let address = channel.localAddress
             onListening?(
                 address?.ipAddress ?? configuration.host,
                 address?.port ?? configuration.port
             )
+            // The database was opened and migrated before the listener: ready.
+            notifier?.send("READY=1\nSTATUS=serving on port \(address?.port ?? configuration.port)")
         },
         logger: logger
     )

@@ -33,6 +33,9 @@ public struct StoreServerConfiguration: Sendable {
     /// The registry the executable routed swift-metrics to, rendered by `GET /metrics`; nil
     /// serves an empty page (the library never bootstraps a metrics backend itself).
     public var metrics: PrometheusCollectorRegistry?
+    /// systemd's notify socket (`Type=notify`): `READY=1` once listening, watchdog pings while
+    /// the event loops and the database answer. Nil outside systemd.
+    public var notifier: SystemdNotifier?
     /// Called once the server listens, with the address it bound (`--port 0`).
     public var onListening: (@Sendable (String, Int) -> Void)?
     /// The proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed.

@@ -1,16 +1,13 @@
+internal import COpenAPIDocument
 internal import Foundation
 
-/// The OpenAPI 3.1 description of the API (`openapi.yaml` beside this file, a resource).
+/// The OpenAPI 3.1 description of the API: `openapi.yaml` beside this file, compiled into the
+/// binary by `Sources/COpenAPIDocument` (C23 `#embed`), so an installed `store-server` serves
+/// it with no resource bundle beside it.
 enum OpenAPIDocument {
-    /// The document's bytes, read once.
-    static let bytes: Data = {
-        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml"),
-            let data = try? Data(contentsOf: url)
-        else {
-            return Data(
-                "openapi: 3.1.0\ninfo: {title: store-server, version: 0.1.0}\npaths: {}\n".utf8
-            )
-        }
-        return data
-    }()
+    /// The document's bytes.
+    static let bytes = Data(
+        bytes: shopfloor_openapi_document(),
+        count: Int(shopfloor_openapi_document_length())
+    )
 }

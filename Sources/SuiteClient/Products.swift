@@ -134,11 +134,14 @@ extension SuiteClient {
             guard error.code == .offline else { throw error }
             let kept = keptProducts().filter { query.matches($0.product) }
             guard !kept.isEmpty else { throw error }
-            let oldest = kept.map(\.fetchedAt).min() ?? Date()
+            let times = kept.map(\.fetchedAt)
             let items = kept.map(\.product).sorted { $0.gtin < $1.gtin }
             return Fetched(
                 value: Page(items: Array(items.prefix(query.limit ?? 50)), nextCursor: nil),
-                origin: .cache(fetchedAt: oldest, reason: error.message)
+                origin: .kept(
+                    KeptData(count: kept.count, oldest: times.min()!, newest: times.max()!),
+                    reason: error.message
+                )
             )
         }
     }

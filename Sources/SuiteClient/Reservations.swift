@@ -163,14 +163,18 @@ extension SuiteClient {
             guard error.code == .offline else { throw error }
             let kept = keptReservations().filter { query.matches($0.detail) }
             guard !kept.isEmpty else { throw error }
-            let oldest = kept.map { $0.fetchedAt }.min() ?? Date()
+            let times = kept.map(\.fetchedAt)
             let items = kept.map { $0.detail }.sorted {
                 ($0.reservation.startsAt, $0.id.uuidString)
                     < ($1.reservation.startsAt, $1.id.uuidString)
             }
+            // Not the saved answer of this query: a partial list, labelled as one.
             return Fetched(
                 value: Page(items: Array(items.prefix(query.limit ?? 50)), nextCursor: nil),
-                origin: .cache(fetchedAt: oldest, reason: error.offlineReason)
+                origin: .kept(
+                    KeptData(count: kept.count, oldest: times.min()!, newest: times.max()!),
+                    reason: error.offlineReason
+                )
             )
         }
     }
@@ -241,7 +245,8 @@ extension SuiteClient {
                 "POST",
                 "/v1/reservations/\(id.uuidString)/\(action)",
                 as: ReservationDetail.self,
-                what: "the \(action) of reservation \(id.uuidString)"
+                what: "the \(action) of reservation \(id.uuidString)",
+                check: "\(configuration.appName) show \(id.uuidString)"
             )
             keep([response.value])
             return .changed(response.value)
@@ -282,7 +287,8 @@ extension SuiteClient {
                 body: body,
                 headers: ["If-Match": "\"\(version)\""],
                 as: ReservationDetail.self,
-                what: "the change of reservation \(id.uuidString)"
+                what: "the change of reservation \(id.uuidString)",
+                check: "\(configuration.appName) show \(id.uuidString)"
             )
             keep([response.value])
             return response.value
@@ -315,12 +321,17 @@ extension SuiteClient {
         do { body = try ModelsJSON.makeEncoder().encode(new) } catch {
             throw SuiteClientError(.invalidInput, "the reservation cannot be encoded: \(error)")
         }
+        // Who to look for if the answer is lost: the customer's e-mail, phone or name.
+        let form = new.customer ?? [:]
+        let who = form["email"] ?? form["phone"] ?? form["name"] ?? form.values.sorted().first
         let response = try await write(
             "POST",
             "/v1/reservations",
             body: body,
             as: ReservationDetail.self,
-            what: "the new reservation"
+            what: "the new reservation",
+            check: who.map { "\(configuration.appName) search '\($0)'" }
+                ?? "\(configuration.appName) list --date \(RFC3339.string(from: new.startsAt).prefix(10))"
         )
         keep([response.value])
         return response.value

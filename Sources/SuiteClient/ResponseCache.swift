@@ -1,7 +1,8 @@
 public import Foundation
+internal import ImageCache
 public import Logging
 internal import Models
-internal import Plumbing
+internal import Synchronization
 
 #if canImport(Glibc)
     internal import Glibc
@@ -10,7 +11,7 @@ internal import Plumbing
 /// One response kept for offline use.
 public struct CachedResponse: Sendable, Hashable {
     /// The entry's key (server origin, path and query).
-    public var key: CacheKey
+    public var key: ResponseKey
     /// The body as the server sent it.
     public var body: Data
     /// When it was fetched (this machine's clock).
@@ -19,10 +20,10 @@ public struct CachedResponse: Sendable, Hashable {
     public var etag: String?
 }
 
-/// Where an entry lives: a namespace (`reservation`, `reservations`, `config`, …) that groups
-/// entries for a local search, and the full name (server origin, path and query).
-public struct CacheKey: Sendable, Hashable, CustomStringConvertible {
-    /// Letters, digits and `-`; the file name's prefix.
+/// Where a response is kept: a namespace (`reservation`, `reservations`, `config`, …) that
+/// groups entries for a local search, and the full name (server origin, path and query).
+public struct ResponseKey: Sendable, Hashable, CustomStringConvertible {
+    /// Letters, digits and `-`.
     public var namespace: String
     /// The full key, stored in the entry and compared on read.
     public var name: String
@@ -36,188 +37,172 @@ public struct CacheKey: Sendable, Hashable, CustomStringConvertible {
     /// `namespace:name`.
     public var description: String { "\(namespace):\(name)" }
 
-    /// `<namespace>-<FNV-1a 64 of name, hex>.entry`: no scan needed to find an entry.
-    var fileName: String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in name.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        let hex = String(hash, radix: 16)
-        return "\(namespace)-\(String(repeating: "0", count: 16 - hex.count))\(hex).entry"
-    }
+    /// The disk cache's key: `namespace name` (a namespace holds no space).
+    var storageKey: String { "\(namespace) \(name)" }
 }
 
-/// The offline cache of last responses: one file per response in the app's cache directory
-/// of the suite container (`<container>/cache/<app>/`), `0600` in a `0700` directory.
+/// The offline cache of last responses, on the suite's one disk cache (ImageCache's
+/// `DiskCache`, as product images use) in the app's cache directory of the suite container
+/// (`<container>/cache/<app>/`), `0700`.
 ///
-/// - An entry is found by its key's file name: nothing is scanned at start or on a read.
-/// - Writes go to a temporary file renamed over the entry, so a reader sees a whole old or
-///   whole new entry; a killed writer leaves at most a stray temporary file, removed by the
-///   next prune.
-/// - An entry that does not parse, belongs to another key or is cut short is treated as
-///   absent and removed (logged at `warning`).
-/// - Entries older than ``maximumAge`` are pruned at most once a day, during a write.
-/// - No lock is taken: concurrent writers of one key each rename a whole file; the last
-///   one wins, which is the newest data or as good.
+/// - **Bounded.** At most ``sizeLimit`` bytes (32 MiB by default); the least recently used
+///   responses are evicted to make room, also across processes.
+/// - **No scan on a read.** An entry is found by its key's hash; only ``entries(namespace:limit:)``
+///   (an offline search) reads the folder.
+/// - **Atomic, checked entries.** A reader sees a whole old or a whole new entry; a damaged or
+///   foreign file, or anything that is not a regular file (a FIFO, a link), is a miss.
+/// - **Cheap to create.** Nothing is opened until the first read or write.
+///
+/// Entries are not flushed to disk (a copy lost in a crash is fetched again).
 public final class ResponseCache: Sendable {
-    /// The directory (created on the first write).
+    /// The directory (created on the first use).
     public let directory: URL
-    /// Entries older than this are deleted by the daily prune.
-    public let maximumAge: TimeInterval
+    /// The most bytes the entries hold.
+    public let sizeLimit: Int
     private let logger: Logger
+    private let disk = Mutex<DiskCache?>(nil)
 
-    /// A cache in `directory`.
-    public init(directory: URL, maximumAge: TimeInterval = 30 * 86_400, logger: Logger) {
+    /// A cache in `directory`, holding at most `sizeLimit` bytes.
+    public init(directory: URL, sizeLimit: Int = 32 << 20, logger: Logger) {
         self.directory = directory
-        self.maximumAge = maximumAge
+        self.sizeLimit = sizeLimit
         self.logger = logger
     }
 
-    private struct Header: Codable {
-        var key: String
-        var fetchedAt: String
+    /// The metadata kept beside a body.
+    private struct Metadata: Codable {
+        var fetchedAt: Date
         var etag: String?
-        var length: Int
+    }
+
+    /// The disk cache, opened on first use (and the files of the cache's first format, a
+    /// flat folder of `*.entry` files, removed once).
+    private func opened() throws(SuiteClientError) -> DiskCache {
+        try disk.withLock { disk throws(SuiteClientError) -> DiskCache in
+            if let disk { return disk }
+            Self.removeFirstFormat(in: directory)
+            do throws(ImageCacheError) {
+                let made = try DiskCache(
+                    directory: directory,
+                    sizeLimit: sizeLimit,
+                    durability: .relaxed,
+                    logger: logger
+                )
+                disk = made
+                return made
+            } catch {
+                throw SuiteClientError(
+                    .storage,
+                    "cannot open the offline cache \(directory.path): \(error.message)",
+                    cause: error
+                )
+            }
+        }
     }
 
     /// The entry for `key`, or nil when there is none usable.
-    public func read(_ key: CacheKey) -> CachedResponse? {
-        let path = directory.appendingPathComponent(key.fileName).path
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        guard var entry = Self.parse(data, path: path) else {
-            logger.warning("removing a damaged cache entry", metadata: ["path": "\(path)"])
-            unlink(path)
-            return nil
-        }
-        // Another key with the same hash is not ours: leave it for its owner.
-        guard entry.key.name == key.name else { return nil }
-        entry.key = key
-        return entry
+    public func read(_ key: ResponseKey) -> CachedResponse? {
+        guard let disk = try? opened(),
+            let entry = disk.entry(forKey: CacheKey(key.storageKey))
+        else { return nil }
+        return Self.response(key, entry)
     }
 
-    private static func parse(_ data: Data, path: String) -> CachedResponse? {
-        guard let newline = data.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
+    private static func response(_ key: ResponseKey, _ entry: DiskCache.Entry) -> CachedResponse? {
         guard
-            let header = try? JSONDecoder().decode(
-                Header.self,
-                from: data[data.startIndex..<newline]
-            ),
-            let fetchedAt = try? RFC3339.date(from: header.fetchedAt)
+            let metadata = try? ModelsJSON.makeDecoder().decode(Metadata.self, from: entry.metadata)
         else { return nil }
-        let body = data[data.index(after: newline)...]
-        guard body.count == header.length else { return nil }
         return CachedResponse(
-            key: CacheKey(namespace: "", name: header.key),
-            body: Data(body),
-            fetchedAt: fetchedAt,
-            etag: header.etag
+            key: key,
+            body: entry.body,
+            fetchedAt: metadata.fetchedAt,
+            etag: metadata.etag
         )
     }
 
-    /// Stores `body` under `key`, replacing what was there.
-    /// - Throws: ``SuiteClientError`` `storage` naming the file.
-    public func write(_ key: CacheKey, body: Data, etag: String?, fetchedAt: Date = Date())
+    /// Stores `body` under `key`, replacing what was there (evicting older responses when
+    /// the cache is full).
+    /// - Throws: ``SuiteClientError`` `storage` naming the folder and the reason (a full
+    ///   disk, a response larger than the whole cache).
+    public func write(_ key: ResponseKey, body: Data, etag: String?, fetchedAt: Date = Date())
         throws(SuiteClientError)
     {
-        try ensureDirectory()
-        let header = Header(
-            key: key.name,
-            fetchedAt: RFC3339.string(from: fetchedAt),
-            etag: etag,
-            length: body.count
-        )
-        guard var bytes = try? JSONEncoder().encode(header) else {
-            throw SuiteClientError(.storage, "cannot encode a cache header for \(key)")
+        let disk = try opened()
+        let metadata: Data
+        do {
+            metadata = try ModelsJSON.makeEncoder().encode(
+                Metadata(fetchedAt: fetchedAt, etag: etag)
+            )
+        } catch {
+            throw SuiteClientError(.storage, "cannot encode the cache metadata for \(key)")
         }
-        bytes.append(UInt8(ascii: "\n"))
-        bytes.append(body)
-        try Self.writeAtomically(bytes, to: directory.appendingPathComponent(key.fileName).path)
-        pruneIfDue()
+        do throws(ImageCacheError) {
+            try disk.store(body, metadata: metadata, forKey: CacheKey(key.storageKey))
+        } catch {
+            throw SuiteClientError(
+                .storage,
+                "cannot keep \(key.namespace) for offline use in \(directory.path): \(error.message)",
+                cause: error
+            )
+        }
     }
 
     /// Removes one entry.
-    public func remove(_ key: CacheKey) {
-        unlink(directory.appendingPathComponent(key.fileName).path)
+    public func remove(_ key: ResponseKey) {
+        guard let disk = try? opened() else { return }
+        do { try disk.removeEntry(forKey: CacheKey(key.storageKey)) } catch {
+            logger.warning(
+                "cannot remove an offline cache entry",
+                metadata: ["key": "\(key.namespace)", "error": "\(error)"]
+            )
+        }
     }
 
-    /// Removes every entry (sign-out: no customer data stays behind).
-    public func removeAll() {
-        for name in names() { unlink(directory.appendingPathComponent(name).path) }
+    /// Removes every entry (sign-out: no customer data stays behind); returns how many there
+    /// were.
+    /// - Throws: ``SuiteClientError`` `storage` when the folder cannot be emptied.
+    @discardableResult
+    public func removeAll() throws(SuiteClientError) -> Int {
+        var info = stat()
+        guard lstat(directory.path, &info) == 0 else { return 0 }  // never written
+        let disk = try opened()
+        do throws(ImageCacheError) {
+            let count = try disk.statistics().entryCount
+            try disk.removeAll()
+            return count
+        } catch {
+            throw SuiteClientError(
+                .storage,
+                "cannot empty the offline cache \(directory.path): \(error.message)",
+                cause: error
+            )
+        }
     }
 
     /// Every usable entry of a namespace, newest first, at most `limit` (a local search when
-    /// the server cannot be reached; this is the only scan of the directory).
+    /// the server cannot be reached; the only scan of the folder).
     public func entries(namespace: String, limit: Int = 5_000) -> [CachedResponse] {
+        guard let disk = try? opened() else { return [] }
+        let prefix = namespace + " "
         var found: [CachedResponse] = []
-        for name in names() where name.hasPrefix(namespace + "-") && name.hasSuffix(".entry") {
-            let path = directory.appendingPathComponent(name).path
-            guard let data = FileManager.default.contents(atPath: path),
-                var entry = Self.parse(data, path: path)
-            else { continue }
-            entry.key.namespace = namespace
-            found.append(entry)
-            if found.count >= limit { break }
+        for listed in disk.entries(keyPrefix: prefix, limit: limit) {
+            let name = String(listed.key.string.dropFirst(prefix.count))
+            let key = ResponseKey(namespace: namespace, name: name)
+            if let response = Self.response(key, listed.entry) { found.append(response) }
         }
         return found.sorted { $0.fetchedAt > $1.fetchedAt }
     }
 
-    private func names() -> [String] {
-        (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-    }
-
-    private func ensureDirectory() throws(SuiteClientError) {
-        var info = stat()
-        if lstat(directory.path, &info) == 0 {
-            guard (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw SuiteClientError(.storage, "cache path \(directory.path) is not a directory")
-            }
-            return
-        }
-        do {
-            try FileManager.default.createDirectory(
-                at: directory,
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
-            )
-        } catch {
-            throw SuiteClientError(
-                .storage,
-                "cannot create the cache directory \(directory.path)",
-                cause: error as NSError
-            )
-        }
-    }
-
-    /// Replaces `target` with `bytes`, whole or not at all (SharedDefaults' one file writer),
-    /// `0600`, not flushed: a copy lost in a crash is fetched again.
-    static func writeAtomically(_ bytes: Data, to target: String) throws(SuiteClientError) {
-        do {
-            try FileIO.replaceFile(atPath: target, with: bytes, permissions: 0o600, durable: false)
-        } catch {
-            throw SuiteClientError(.storage, "cannot write \(target): \(error)")
-        }
-    }
-
-    /// Deletes old entries and stray temporary files, at most once a day (marker file
-    /// `.pruned`'s modification time).
-    private func pruneIfDue() {
+    /// Removes what the first format of this cache left (`*.entry` files beside a `.pruned`
+    /// marker): customer data must not outlive the format change on disk.
+    static func removeFirstFormat(in directory: URL) {
         let marker = directory.appendingPathComponent(".pruned").path
         var info = stat()
-        let now = Date()
-        if stat(marker, &info) == 0,
-            now.timeIntervalSince1970 - Double(info.st_mtim.tv_sec) < 86_400
-        {
-            return
+        guard lstat(marker, &info) == 0 else { return }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in names where name.hasSuffix(".entry") || name.contains(".tmp") {
+            unlink(directory.appendingPathComponent(name).path)
         }
-        let fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        if fd >= 0 { close(fd) }
-        for name in names() where name != ".pruned" {
-            let path = directory.appendingPathComponent(name).path
-            guard stat(path, &info) == 0 else { continue }
-            let age = now.timeIntervalSince1970 - Double(info.st_mtim.tv_sec)
-            let stray = name.hasSuffix(".tmp") && age > 3_600
-            if stray || age > maximumAge { unlink(path) }
-        }
+        unlink(marker)
     }
 }

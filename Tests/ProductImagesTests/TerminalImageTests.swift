@@ -101,3 +101,45 @@ struct TerminalImageTests {
         )
     }
 }
+
+@Suite("Drawings without 24-bit colour keep their shapes")
+struct ReducedColourTests {
+    /// A pink disc on teal: two colours of almost the same luminance (the demo's images).
+    static func disc(size: Int = 32) -> PNGImage {
+        let pink: (UInt8, UInt8, UInt8, UInt8) = (230, 120, 170, 255)
+        let teal: (UInt8, UInt8, UInt8, UInt8) = (60, 160, 160, 255)
+        let rows = (0..<size).map { y in
+            (0..<size).map { x in
+                let dx = Double(x) - Double(size) / 2 + 0.5
+                let dy = Double(y) - Double(size) / 2 + 0.5
+                return dx * dx + dy * dy < Double(size * size) / 9 ? pink : teal
+            }
+        }
+        return image(rows)
+    }
+
+    @Test("Under NO_COLOR two equally bright colours still draw apart: the disc shows")
+    func monochromeShapes() {
+        let drawing = TerminalImage(columns: 32, style: .monochrome).render(Self.disc())
+        let lines = drawing.split(separator: "\n", omittingEmptySubsequences: false)
+            .dropLast()
+        #expect(lines.count == 16)
+        #expect(!drawing.contains("\u{1B}"))
+        // The middle row has the disc's shade in the middle and another (or the blank
+        // background) at the edge.
+        let middle = Array(lines[8])
+        #expect(middle.count > 16, "\(drawing)")
+        #expect(middle.count > 16 && middle[15] != middle[1], "\(drawing)")
+        // And the drawing is not one uniform shade.
+        #expect(Set(drawing.filter { $0 != "\n" }).count >= 2, "\(drawing)")
+    }
+
+    @Test("On a 16-colour terminal only the 16 standard colours are used, dithered")
+    func sixteenColours() {
+        let drawing = TerminalImage(columns: 32, style: .sixteenColors).render(Self.disc())
+        #expect(!drawing.contains("38;2;"))
+        #expect(!drawing.contains("48;2;"))
+        #expect(drawing.contains("\u{1B}[0;"))
+        #expect(drawing.split(separator: "\n").count == 16)
+    }
+}

@@ -1,4 +1,5 @@
 import Auth
+import ChildProcesses
 import Foundation
 import Models
 import StoreServer
@@ -167,11 +168,15 @@ struct OpenAPITests {
                 to: directory.appendingPathComponent("input.json")
             )
             try Data(Self.checker.utf8).write(to: directory.appendingPathComponent("check.py"))
-            let (status, output) = try Spawn.run([
-                Self.python, directory.appendingPathComponent("check.py").path,
-                directory.appendingPathComponent("openapi.yaml").path,
-                directory.appendingPathComponent("input.json").path,
-            ])
+            let run = try await ChildProcess.run(
+                URL(fileURLWithPath: "/usr/bin/env"),
+                [
+                    Self.python, directory.appendingPathComponent("check.py").path,
+                    directory.appendingPathComponent("openapi.yaml").path,
+                    directory.appendingPathComponent("input.json").path,
+                ]
+            )
+            let (status, output) = (run.status, run.stdout + run.stderr)
             #expect(status == 0, "\(output)")
             #expect(
                 output.contains(

@@ -76,7 +76,13 @@ final class ScriptedServer: Sendable {
         while !stopped.load(ordering: .sequentiallyConsistent) {
             let client = accept(fd, nil, nil)
             guard client >= 0 else { return }
-            received.withLock { $0.append(Self.readRequest(client)) }
+            let request = Self.readRequest(client)
+            guard !request.isEmpty else {
+                // A connection closed without a request (SuiteClient's connect probe).
+                close(client)
+                continue
+            }
+            received.withLock { $0.append(request) }
             let reply = replies.withLock { $0.isEmpty ? nil : $0.removeFirst() }
             guard let reply else {
                 close(client)
@@ -285,7 +291,8 @@ struct SocketTransportTests {
         }
         #expect(error?.code == .transport)
         #expect((error?.cause as? TransportFailure)?.code == Int(ECONNREFUSED))
-        #expect(ContinuousClock.now - started < .seconds(2))
+        // Not the 10 s deadline (the margin is for a loaded machine: 2.3 s seen under load).
+        #expect(ContinuousClock.now - started < .seconds(8))
     }
 
     @Test(
@@ -403,20 +410,22 @@ struct SocketTransportTests {
     }
 
     @Test(
-        "Only plain http to this machine is served",
+        "Plain http is served (never through a proxy); https goes to URLSession",
         arguments: [
             ("http://127.0.0.1:8080/", true), ("http://localhost/", true),
             ("http://[::1]:9/", true),
             ("http://127.1.2.3/", true), ("https://127.0.0.1/", false),
-            ("http://example.com/", false),
-            ("http://10.0.0.1/", false), ("http://127.0.0.1.example.com/", false),
+            ("http://example.com/", true), ("https://example.com/", false),
+            ("http://10.0.0.1/", true), ("ftp://127.0.0.1/", false),
         ]
     )
     func serves(url: String, served: Bool) {
         #expect(SocketTransport.serves(URL(string: url)) == served)
     }
 
-    @Test("A client of a loopback server uses the socket transport, unless a proxy is configured")
+    @Test(
+        "A client of a plain-http server uses the socket transport, whatever the proxy variables say"
+    )
     func chosen() throws {
         let root = try temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
@@ -434,7 +443,7 @@ struct SocketTransportTests {
         }
         #expect(try client("http://127.0.0.1:8080", [:]).usesSocketTransport)
         #expect(
-            try !client("http://127.0.0.1:8080", ["http_proxy": "http://proxy:3128"])
+            try client("http://127.0.0.1:8080", ["http_proxy": "http://proxy:3128"])
                 .usesSocketTransport
         )
         #expect(try !client("https://store.example", [:]).usesSocketTransport)

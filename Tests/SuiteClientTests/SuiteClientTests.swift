@@ -197,42 +197,70 @@ struct ReferenceTests {
 
 @Suite("Offline cache of last responses")
 struct ResponseCacheTests {
-    @Test("An entry reads back with its body, tag and time; another key misses")
+    @Test("An entry reads back with its body, tag and time; another key misses; files are private")
     func roundTrip() throws {
         let root = try temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let cache = ResponseCache(directory: root.appendingPathComponent("c"), logger: quietLogger)
-        let key = CacheKey(namespace: "reservation", name: "http://h:1 /v1/reservations/x")
+        let folder = root.appendingPathComponent("c")
+        let cache = ResponseCache(directory: folder, logger: quietLogger)
+        let key = ResponseKey(namespace: "reservation", name: "http://h:1 /v1/reservations/x")
         let when = Date(timeIntervalSince1970: 1_750_000_000)
         try cache.write(key, body: Data("{\"a\":1}".utf8), etag: "\"3\"", fetchedAt: when)
         let entry = try #require(cache.read(key))
         #expect(entry.body == Data("{\"a\":1}".utf8))
         #expect(entry.etag == "\"3\"")
         #expect(entry.fetchedAt == when)
-        #expect(cache.read(CacheKey(namespace: "reservation", name: "http://h:2 /v1/x")) == nil)
+        #expect(cache.read(ResponseKey(namespace: "reservation", name: "http://h:2 /v1/x")) == nil)
         let mode =
-            try FileManager.default.attributesOfItem(
-                atPath: root.appendingPathComponent("c").appendingPathComponent(key.fileName).path
-            )[.posixPermissions] as? Int
-        #expect(mode == 0o600)
+            try FileManager.default.attributesOfItem(atPath: folder.path)[.posixPermissions]
+            as? Int
+        #expect(mode == 0o700)
     }
 
-    @Test(
-        "A damaged entry is treated as absent and removed",
-        arguments: [
-            "", "garbage", "{\"key\":\"k\"}\n",
-            "{\"key\":\"k\",\"fetchedAt\":\"2025-01-01T00:00:00Z\",\"length\":10}\nshort",
-        ]
-    )
-    func damaged(content: String) throws {
+    @Test("The cache is bounded: older responses are evicted to stay under the size limit")
+    func bounded() throws {
+        let root = try temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let cache = ResponseCache(directory: root, sizeLimit: 64 << 10, logger: quietLogger)
+        let body = Data(repeating: 0x41, count: 4 << 10)
+        for index in 0..<100 {
+            try cache.write(ResponseKey(namespace: "a", name: "k\(index)"), body: body, etag: nil)
+        }
+        let kept = cache.entries(namespace: "a")
+        #expect(kept.count < 16)
+        #expect(cache.read(ResponseKey(namespace: "a", name: "k99")) != nil)
+        #expect(cache.read(ResponseKey(namespace: "a", name: "k0")) == nil)
+        var total = 0
+        let enumerator = FileManager.default.enumerator(atPath: root.path)
+        while let name = enumerator?.nextObject() as? String {
+            let path = root.appendingPathComponent(name).path
+            guard name.count == 35,
+                let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+                attributes[.type] as? FileAttributeType == .typeRegular
+            else { continue }
+            total += (attributes[.size] as? Int) ?? 0
+        }
+        #expect(total <= 64 << 10)
+    }
+
+    @Test("A FIFO or a directory in an entry's place is a miss, not a hang")
+    func nonRegularEntries() throws {
         let root = try temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
         let cache = ResponseCache(directory: root, logger: quietLogger)
-        let key = CacheKey(namespace: "x", name: "k")
-        let path = root.appendingPathComponent(key.fileName).path
-        try Data(content.utf8).write(to: URL(fileURLWithPath: path))
+        let key = ResponseKey(namespace: "x", name: "k")
+        try cache.write(key, body: Data("v".utf8), etag: nil)
+        let entry = try #require(
+            FileManager.default.subpaths(atPath: root.path)?.first { $0.count == 35 }
+        )
+        let path = root.appendingPathComponent(entry).path
+        unlink(path)
+        #expect(mkfifo(path, 0o600) == 0)
         #expect(cache.read(key) == nil)
-        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(cache.entries(namespace: "x").isEmpty)
+        unlink(path)
+        #expect(mkdir(path, 0o700) == 0)
+        #expect(cache.read(key) == nil)
     }
 
     @Test("Concurrent writers of one key leave one whole entry, never a mix")
@@ -240,7 +268,7 @@ struct ResponseCacheTests {
         let root = try temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
         let cache = ResponseCache(directory: root, logger: quietLogger)
-        let key = CacheKey(namespace: "x", name: "k")
+        let key = ResponseKey(namespace: "x", name: "k")
         let bodies = (0..<8).map { Data(String(repeating: "\($0)", count: 50_000).utf8) }
         await withTaskGroup(of: Void.self) { group in
             for body in bodies {
@@ -255,8 +283,6 @@ struct ResponseCacheTests {
             }
         }
         #expect(bodies.contains(try #require(cache.read(key)).body))
-        let names = try FileManager.default.contentsOfDirectory(atPath: root.path)
-        #expect(!names.contains { $0.contains(".tmp-") })
     }
 
     @Test("Entries of a namespace are listed newest first and removeAll empties the cache")
@@ -266,18 +292,30 @@ struct ResponseCacheTests {
         let cache = ResponseCache(directory: root, logger: quietLogger)
         for index in 0..<5 {
             try cache.write(
-                CacheKey(namespace: "a", name: "k\(index)"),
+                ResponseKey(namespace: "a", name: "k\(index)"),
                 body: Data([UInt8(index)]),
                 etag: nil,
                 fetchedAt: Date(timeIntervalSince1970: Double(1_000 + index))
             )
         }
-        try cache.write(CacheKey(namespace: "b", name: "other"), body: Data(), etag: nil)
+        try cache.write(ResponseKey(namespace: "b", name: "other"), body: Data(), etag: nil)
         let entries = cache.entries(namespace: "a")
         #expect(entries.map(\.key.name) == ["k4", "k3", "k2", "k1", "k0"])
-        cache.removeAll()
+        #expect(try cache.removeAll() == 6)
         #expect(cache.entries(namespace: "a").isEmpty)
-        #expect(cache.read(CacheKey(namespace: "b", name: "other")) == nil)
+        #expect(cache.read(ResponseKey(namespace: "b", name: "other")) == nil)
+    }
+
+    @Test("The first format's flat entry files are removed when the cache is opened")
+    func firstFormatRemoved() throws {
+        let root = try temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let old = root.appendingPathComponent("reservation-00ff00ff00ff00ff.entry")
+        try Data("{\"key\":\"k\"}\ncustomer".utf8).write(to: old)
+        try Data().write(to: root.appendingPathComponent(".pruned"))
+        let cache = ResponseCache(directory: root, logger: quietLogger)
+        #expect(cache.read(ResponseKey(namespace: "reservation", name: "k")) == nil)
+        #expect(!FileManager.default.fileExists(atPath: old.path))
     }
 }
 
@@ -403,7 +441,7 @@ struct OfflineClientTests {
             flags: [:],
             updateRequired: false
         )
-        let key = CacheKey(
+        let key = ResponseKey(
             namespace: "config",
             name: "\(client.server.origin) reservations global"
         )

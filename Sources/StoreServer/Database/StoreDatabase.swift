@@ -27,6 +27,18 @@ public enum DatabaseLocation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The scheme of `argument` when it is a URL this server cannot use (`mysql://x`), else
+    /// nil: a URL is a PostgreSQL one or an error, never a SQLite file named after it.
+    public static func unsupportedScheme(_ argument: String) -> String? {
+        guard let range = argument.range(of: "://") else { return nil }
+        let scheme = argument[..<range.lowerBound].lowercased()
+        guard !scheme.isEmpty, scheme.first!.isLetter,
+            scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) })
+        else { return nil }
+        let known = ["postgres", "postgresql", "postgres+uds", "postgresql+uds"]
+        return known.contains(scheme) ? nil : scheme
+    }
+
     /// `$SHOPFLOOR_HOME/server/store.sqlite` (the suite's home: `SHOPFLOOR_HOME`, else
     /// `$XDG_DATA_HOME/shopfloor`, else `~/.local/share/shopfloor`).
     public static func defaultSQLite(
@@ -160,10 +172,16 @@ public final class StoreDatabase: Sendable {
             kind = .sqlite
             let url = URL(fileURLWithPath: path)
             do {
+                // The database holds password hashes, signing keys and customers: a directory
+                // it creates is 0700 and a new file 0600 (SQLite gives its -wal and -shm files
+                // the main file's mode), whatever the umask.
                 try FileManager.default.createDirectory(
                     at: url.deletingLastPathComponent(),
-                    withIntermediateDirectories: true
+                    withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700]
                 )
+                let created = open(url.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+                if created >= 0 { close(created) }
             } catch {
                 throw DatabaseError(
                     .invalidLocation,
@@ -203,12 +221,18 @@ public final class StoreDatabase: Sendable {
             let configuration: SQLPostgresConfiguration
             do {
                 var url = text
-                // Loopback needs no TLS; say so unless the URL chose.
-                if !text.contains("sslmode="), !text.contains("tlsmode="),
-                    let host = URLComponents(string: text)?.host,
-                    host == "127.0.0.1" || host == "localhost" || host == "::1"
-                {
-                    url += text.contains("?") ? "&sslmode=disable" : "?sslmode=disable"
+                // Unless the URL chooses: loopback needs no TLS; any other host requires it
+                // (postgres-kit's `require` verifies the certificate and the host name against
+                // the system's CA store), so a man in the middle cannot strip TLS and read the
+                // password, as the library's default `prefer` would let it.
+                let query = URLComponents(string: text)?.queryItems ?? []
+                let chosen = query.contains {
+                    ["sslmode", "tlsmode", "ssl", "tls"].contains($0.name.lowercased())
+                }
+                if !chosen, let host = URLComponents(string: text)?.host {
+                    let loopback = host == "127.0.0.1" || host == "localhost" || host == "::1"
+                    let mode = loopback ? "disable" : "require"
+                    url += (text.contains("?") ? "&" : "?") + "sslmode=" + mode
                 }
                 configuration = try SQLPostgresConfiguration(url: url)
             } catch {

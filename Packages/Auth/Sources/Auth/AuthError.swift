@@ -34,6 +34,9 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         case insecureTransport
         /// A stored password hash cannot be read.
         case invalidPasswordHash
+        /// The server did not prove itself: a plain-http listener on this machine that
+        /// belongs to another user (a squatter on the server's port). Nothing was sent.
+        case untrustedServer
     }
 
     /// What went wrong.

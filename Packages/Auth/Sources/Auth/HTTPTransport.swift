@@ -43,19 +43,29 @@ public protocol AuthHTTPTransport: Sendable {
     ) async throws(AuthError) -> (Data, HTTPURLResponse)
 }
 
-/// Runs URLSession data tasks with an overall deadline, task cancellation, and a redirect
-/// hook per task. Linux URLSession only enforces idle timeouts, so the deadline is ours: at
-/// the deadline the call ends with `deadlineExceeded` and the URL task is cancelled.
-final class HTTPTransport: AuthHTTPTransport {
+/// The suite's one bridge from URLSession to async Swift: data tasks with an overall
+/// deadline, task cancellation, a body limit and a redirect hook per task. Auth's signed
+/// client sends through it by default; SuiteClient's unsigned requests and ImageCache's
+/// unsigned image downloads use it too. Linux URLSession only enforces idle timeouts, so the
+/// deadline is ours: at the deadline the call ends with `deadlineExceeded` and the URL task is
+/// cancelled. Cookies and the URL cache are always off (callers send their own conditional
+/// requests).
+public final class URLSessionHTTPTransport: AuthHTTPTransport {
     /// What to do with a redirect (``HTTPRedirectDecision``).
-    typealias RedirectDecision = HTTPRedirectDecision
+    public typealias RedirectDecision = HTTPRedirectDecision
     /// Decides a redirect (``HTTPRedirectRule``).
-    typealias RedirectRule = HTTPRedirectRule
+    public typealias RedirectRule = HTTPRedirectRule
 
     let session: URLSession
     private let delegate: TransportDelegate
 
-    init(configuration: URLSessionConfiguration) {
+    /// A transport on a session with `configuration` (cookies and the URL cache turned off
+    /// on it).
+    public init(configuration: URLSessionConfiguration = .ephemeral) {
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         let delegate = TransportDelegate()
         self.delegate = delegate
         let queue = OperationQueue()
@@ -72,7 +82,7 @@ final class HTTPTransport: AuthHTTPTransport {
     /// Sends one request; HTTP error statuses are results, not errors.
     /// - Parameter maxBodyBytes: a longer response body ends the call with `invalidResponse`
     ///   (the transfer is cancelled as soon as it passes the limit).
-    func send(
+    public func send(
         _ request: URLRequest,
         deadline: ContinuousClock.Instant,
         maxBodyBytes: Int = 16 << 20,
@@ -251,7 +261,7 @@ public struct TransportFailure: Error, Sendable, CustomStringConvertible {
 struct TaskRecord: Sendable {
     let call: CallState
     let original: URLRequest
-    let redirect: HTTPTransport.RedirectRule
+    let redirect: HTTPRedirectRule
 }
 
 /// The session delegate: collects bodies, completes calls, and applies redirect rules.

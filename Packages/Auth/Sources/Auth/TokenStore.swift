@@ -33,7 +33,10 @@ public struct StoredCredentials: Codable, Sendable, Equatable {
     /// The key to sign with.
     public func makeSigningKey() throws(AuthError) -> SigningKey {
         guard let secret = Base64.decode(signingKey) else {
-            throw AuthError(.tokenStore, "stored signing key '\(signingKeyID)' is not base64")
+            throw AuthError(
+                .signInRequired,
+                "stored signing key '\(signingKeyID)' is not base64; sign in again"
+            )
         }
         return try SigningKey(id: signingKeyID, secret: secret)
     }
@@ -83,7 +86,8 @@ public final class TokenStore: Sendable {
     }
 
     /// Reads the credentials; `nil` when nobody is signed in.
-    /// - Throws: ``AuthError`` `tokenStore` when the file exists but cannot be read or parsed.
+    /// - Throws: ``AuthError`` `tokenStore` when the file exists but cannot be read;
+    ///   `signInRequired` when it is damaged (nothing in it can be used: sign in again).
     public func load() throws(AuthError) -> StoredCredentials? {
         let path = fileURL.path
         let data: Data
@@ -96,7 +100,7 @@ public final class TokenStore: Sendable {
         do {
             return try JSONDecoder().decode(StoredCredentials.self, from: data)
         } catch {
-            throw AuthError(.tokenStore, "token file \(path) is damaged; sign in again")
+            throw AuthError(.signInRequired, "token file \(path) is damaged; sign in again")
         }
     }
 

@@ -448,7 +448,7 @@ extension ClientTests {
                     ("grant_type", "refresh_token"), ("refresh_token", stolen),
                 ])
                 let (body, answer) = try await rawSend(
-                    HTTPTransport(configuration: .ephemeral),
+                    URLSessionHTTPTransport(configuration: .ephemeral),
                     theft
                 )
                 #expect(answer.statusCode == 400)
@@ -678,7 +678,7 @@ extension ClientTests {
                     expected = "badSignature"
                 }
                 let (_, response) = try await rawSend(
-                    HTTPTransport(configuration: .ephemeral),
+                    URLSessionHTTPTransport(configuration: .ephemeral),
                     request
                 )
                 #expect(response.statusCode == (expected == nil ? 200 : 401))

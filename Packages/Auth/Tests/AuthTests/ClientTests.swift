@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Logging
 import Testing
@@ -101,7 +102,7 @@ struct ClientTests {
             try await signIn(makeClient(base, directory))
             let credentials = try #require(try TokenStore(directory: directory).load())
             let signer = RequestSigner(key: try credentials.makeSigningKey())
-            let transport = HTTPTransport(configuration: .ephemeral)
+            let transport = URLSessionHTTPTransport(configuration: .ephemeral)
             let url = base.appendingPathComponent("v1/echo")
             var request = URLRequest(url: url)
             request.httpMethod = "POST"
@@ -510,7 +511,7 @@ struct ClientTests {
                 forHTTPHeaderField: "Signature-Input"
             )
             request.setValue("sig1=:AAAA:", forHTTPHeaderField: "Signature")
-            _ = try await rawSend(HTTPTransport(configuration: .ephemeral), request)
+            _ = try await rawSend(URLSessionHTTPTransport(configuration: .ephemeral), request)
             let stall = await #expect(throws: AuthError.self) {
                 try await get(client, "/v1/stall", deadline: .milliseconds(300))
             }
@@ -541,22 +542,10 @@ func runPeer(_ base: URL, _ directory: URL, count: Int) async throws -> (
 ) {
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("AuthPeer")
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = [base.absoluteString, directory.path, "/v1/echo", "\(count)"]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { process in
-            continuation.resume(returning: process.terminationStatus)
-        }
-        do {
-            try process.run()
-        } catch {
-            process.terminationHandler = nil
-            continuation.resume(throwing: error)
-        }
-    }
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    return (status, output)
+    let outcome = try await ChildProcess.run(
+        executable,
+        [base.absoluteString, directory.path, "/v1/echo", "\(count)"],
+        stderr: .inherited
+    )
+    return (outcome.status, outcome.stdout)
 }

@@ -463,9 +463,11 @@ struct ShiftedClock: AuthClock {
 }
 
 /// Sends a request as is (no credentials added), following every redirect.
-func rawSend(_ transport: HTTPTransport, _ request: URLRequest) async throws(AuthError) -> (
-    Data, HTTPURLResponse
-) {
+func rawSend(_ transport: URLSessionHTTPTransport, _ request: URLRequest) async throws(AuthError)
+    -> (
+        Data, HTTPURLResponse
+    )
+{
     try await transport.send(request, deadline: .now + .seconds(10)) { _, _, new in .follow(new) }
 }
 

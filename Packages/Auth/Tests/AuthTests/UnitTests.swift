@@ -710,14 +710,14 @@ struct TokenStoreTests {
         try store.remove()  // idempotent
     }
 
-    @Test("a damaged token file is a typed error that names the file")
+    @Test("a damaged token file is a sign-in to make again, naming the file")
     func damaged() throws {
         let directory = try temporaryContainer()
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = TokenStore(directory: directory)
         try Data("{not json".utf8).write(to: store.fileURL)
         let error = #expect(throws: AuthError.self) { try store.load() }
-        #expect(error?.code == .tokenStore)
+        #expect(error?.code == .signInRequired)
         #expect(error?.message.contains("auth-token.json") == true)
     }
 

@@ -1,6 +1,6 @@
-internal import Plumbing
 public import Foundation
 public import Logging
+internal import Plumbing
 internal import Synchronization
 
 /// A disk cache of byte entries (a body and a small metadata blob per key) that several
@@ -60,7 +60,7 @@ public final class DiskCache: Sendable {
     /// How writes reach the disk.
     public let durability: Durability
 
-    private let folder: CacheFolder
+    let folder: CacheFolder
     private let handle: Mutex<IndexHandle>
     private let accessTimes = Mutex<[CacheKeyHash: UInt64]>([:])
     private let logger: Logger
@@ -120,7 +120,11 @@ public final class DiskCache: Sendable {
         }
         let fd = POSIX.openAt(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw .system("cannot open the disk cache folder", path: path) }
-        let lockFD = POSIX.openAt(fd, CacheFolder.lockName, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW)
+        let lockFD = POSIX.openAt(
+            fd,
+            CacheFolder.lockName,
+            O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW
+        )
         guard lockFD >= 0 else {
             let code = errno
             close(fd)
@@ -155,7 +159,9 @@ public final class DiskCache: Sendable {
     /// Takes no lock: the file is opened by name, read with two `pread`s and checked.
     public func entry(forKey key: CacheKey) -> Entry? {
         let relative = key.relativePath
-        let fd = POSIX.openAt(folder.fd, relative, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        // Non-blocking: a FIFO planted in an entry's place opens at once (and is then found
+        // not to be a regular file) instead of blocking until a writer comes.
+        let fd = POSIX.openAt(folder.fd, relative, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if fd < 0 {
             switch errno {
             case ENOENT: return nil
@@ -205,13 +211,13 @@ public final class DiskCache: Sendable {
         }
     }
 
-    private struct FileIdentity: Equatable {
+    struct FileIdentity: Equatable {
         var device: UInt64
         var inode: UInt64
     }
 
     /// Removes a damaged entry unless another writer replaced it since it was read.
-    private func removeDamaged(_ key: CacheKey, identity: FileIdentity?, reason: String) {
+    func removeDamaged(_ key: CacheKey, identity: FileIdentity?, reason: String) {
         let relative = key.relativePath
         logger.warning(
             "removing a damaged image cache entry",
@@ -510,33 +516,63 @@ public final class DiskCache: Sendable {
         var session: IndexSession
         do {
             session = try IndexSession.open(folder: folder, fd: handle.indexFD, logger: logger)
+        } catch  where error.cause is IndexDamage {
+            // Damaged slots found while recounting: the index is rebuilt from the folder.
+            session = try rebuildDamaged(&handle, closing: handle.indexFD, error)
         } catch {
             handle.indexFD = -1
             throw error
-        }
-        defer {
-            if session.fd != handle.indexFD {
-                handle.indexFD = session.fd
-                var info = stat()
-                fstat(session.fd, &info)
-                handle.indexDevice = UInt64(info.st_dev)
-                handle.indexInode = UInt64(info.st_ino)
-            }
         }
         if !handle.sweptTemporaries {
             session.sweepTemporaries()
             handle.sweptTemporaries = true
         }
-        let result: T
-        do {
-            if !pending.isEmpty { try session.applyAccessTimes(pending) }
-            result = try body(&session)
-        } catch {
-            // Keep the header in line with the slots written before the failure.
-            try? session.finish()
-            throw error
+        var rebuilt = false
+        while true {
+            do {
+                if !pending.isEmpty { try session.applyAccessTimes(pending) }
+                let result = try body(&session)
+                try session.finish()
+                adopt(session, into: &handle)
+                return result
+            } catch  where error.cause is IndexDamage && !rebuilt {
+                // A damaged slot (garbage where a size or an empty slot should be) is never
+                // used for arithmetic: the index is rebuilt from the entry files, and the
+                // operation runs again on it.
+                session = try rebuildDamaged(&handle, closing: session.fd, error)
+                rebuilt = true
+            } catch {
+                // Keep the header in line with the slots written before the failure.
+                try? session.finish()
+                adopt(session, into: &handle)
+                throw error
+            }
         }
-        try session.finish()
-        return result
+    }
+
+    /// Replaces a damaged index with one rebuilt from the folder; `fd` is the damaged
+    /// index's open descriptor (a rewrite may already have closed the handle's).
+    private func rebuildDamaged(
+        _ handle: inout IndexHandle,
+        closing fd: Int32,
+        _ error: ImageCacheError
+    ) throws(ImageCacheError) -> IndexSession {
+        if fd >= 0 { close(fd) }
+        handle.indexFD = -1
+        let reason = (error.cause as? IndexDamage)?.reason ?? error.message
+        let session = try IndexSession.rebuild(folder: folder, reason: reason, logger: logger)
+        adopt(session, into: &handle)
+        return session
+    }
+
+    /// Remembers the session's index descriptor (a rebuild or a rewrite, which closes the
+    /// old one, makes a new one).
+    private func adopt(_ session: IndexSession, into handle: inout IndexHandle) {
+        guard session.fd != handle.indexFD else { return }
+        handle.indexFD = session.fd
+        var info = stat()
+        fstat(session.fd, &info)
+        handle.indexDevice = UInt64(info.st_dev)
+        handle.indexInode = UInt64(info.st_ino)
     }
 }

@@ -338,13 +338,14 @@ public final class ImagePipeline<Image: Sendable>: Sendable {
                 responseTime: responseTime,
                 isSharedCache: shared
             )
-            store(stale.body, metadata: metadata, key: request.key)
+            let failure = store(stale.body, metadata: metadata, key: request.key)
             return DataResponse(
                 data: stale.body,
                 source: .revalidated,
                 isStale: false,
                 staleReason: nil,
-                metadata: metadata
+                metadata: metadata,
+                storeFailure: failure
             )
         case 200:
             let metadata = HTTPCacheMetadata(
@@ -352,8 +353,9 @@ public final class ImagePipeline<Image: Sendable>: Sendable {
                 responseTime: responseTime,
                 isSharedCache: shared
             )
+            var failure: ImageCacheError?
             if metadata.isStorable(isSharedCache: shared) {
-                store(data, metadata: metadata, key: request.key)
+                failure = store(data, metadata: metadata, key: request.key)
             } else if stale != nil {
                 try? diskCache?.removeEntry(forKey: request.key)
             }
@@ -362,7 +364,8 @@ public final class ImagePipeline<Image: Sendable>: Sendable {
                 source: .network,
                 isStale: false,
                 staleReason: nil,
-                metadata: metadata
+                metadata: metadata,
+                storeFailure: failure
             )
         case 408, 429, 500...599:
             // The server cannot answer now: like being offline (RFC 5861's stale-if-error).
@@ -408,10 +411,14 @@ public final class ImagePipeline<Image: Sendable>: Sendable {
         )
     }
 
-    private func store(_ body: Data, metadata: HTTPCacheMetadata, key: CacheKey) {
-        guard let diskCache else { return }
+    /// Stores an answer on disk; returns why it could not be (nil: stored, or no disk cache).
+    private func store(_ body: Data, metadata: HTTPCacheMetadata, key: CacheKey)
+        -> ImageCacheError?
+    {
+        guard let diskCache else { return nil }
         do {
             try diskCache.store(body, metadata: metadata.encoded(), forKey: key)
+            return nil
         } catch {
             let level: Logger.Level = error.code == .entryTooLarge ? .debug : .warning
             logger.log(
@@ -419,6 +426,7 @@ public final class ImagePipeline<Image: Sendable>: Sendable {
                 "cannot store an image on disk",
                 metadata: ["url": "\(key)", "error": "\(error)"]
             )
+            return error
         }
     }
 
@@ -500,7 +508,10 @@ public final class ImagePipeline<Image: Sendable>: Sendable {
                 done += 1
                 switch result {
                 case .success(let response):
-                    if response.source == .disk && !response.isStale {
+                    if let failure = response.storeFailure {
+                        // Loaded but not kept: the work a prefetch exists for was not done.
+                        summary.failures.append((url, failure))
+                    } else if response.source == .disk && !response.isStale {
                         summary.alreadyCached += 1
                     } else if response.isStale {
                         summary.failures.append(

@@ -163,4 +163,8 @@ public struct DataResponse: Sendable {
     public var staleReason: ImageCacheError?
     /// The HTTP caching facts, when known.
     public var metadata: HTTPCacheMetadata?
+    /// Why bytes fetched from the network could not be kept in the disk cache (a full disk,
+    /// an image larger than the cache), or nil: stored, or no disk cache. The data is still
+    /// returned; a prefetch counts such an image as failed.
+    public var storeFailure: ImageCacheError? = nil
 }

@@ -1,5 +1,4 @@
 public import Foundation
-internal import Synchronization
 
 #if canImport(FoundationNetworking)
     public import FoundationNetworking
@@ -8,8 +7,9 @@ internal import Synchronization
 /// Sends the pipeline's HTTP requests.
 ///
 /// The suite's apps adapt Auth's signed client in one line:
-/// `ClosureTransport { request in try await authClient.send(request) }`. Tests and tools
-/// without sign-in use ``URLSessionTransport``.
+/// `ClosureTransport { request in try await authClient.send(request) }`; unsigned requests
+/// go through the suite's one URLSession bridge (Auth's `URLSessionHTTPTransport`) the same
+/// way. ImageCache itself holds no URLSession.
 ///
 /// Requirements: return any HTTP status as a response (the pipeline handles 304, 4xx and
 /// 5xx); throw for a failed exchange (offline, refused, timed out; the pipeline then serves
@@ -34,80 +34,4 @@ public struct ClosureTransport: ImageTransport {
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         try await body(request)
     }
-}
-
-/// A plain URLSession transport (no signing, no HTTP cache of its own), for images on public
-/// servers, tools and tests. Cancelling the calling task cancels the URL task.
-public final class URLSessionTransport: ImageTransport {
-    private let session: URLSession
-
-    /// Creates a transport on an ephemeral session without `URLCache`.
-    ///
-    /// - Parameter timeout: the idle timeout of each request, in seconds.
-    public init(timeout: TimeInterval = 30) {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.timeoutIntervalForRequest = timeout
-        session = URLSession(configuration: configuration)
-    }
-
-    deinit { session.invalidateAndCancel() }
-
-    /// Sends `request`; throws `CancellationError` when the calling task is cancelled.
-    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let state = TransportCallBox()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation {
-                (continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>) in
-                let task = session.dataTask(with: request) { data, response, error in
-                    let resume = state.state.withLock { call -> Bool in
-                        guard !call.finished else { return false }
-                        call.finished = true
-                        return true
-                    }
-                    guard resume else { return }
-                    if let error {
-                        continuation.resume(throwing: error)
-                    } else if let http = response as? HTTPURLResponse {
-                        continuation.resume(returning: (data ?? Data(), http))
-                    } else {
-                        continuation.resume(throwing: URLError(.badServerResponse))
-                    }
-                }
-                let cancelled = state.state.withLock { call -> Bool in
-                    call.task = task
-                    return call.cancelled
-                }
-                if cancelled {
-                    let resume = state.state.withLock { call -> Bool in
-                        guard !call.finished else { return false }
-                        call.finished = true
-                        return true
-                    }
-                    if resume { continuation.resume(throwing: CancellationError()) }
-                    return
-                }
-                task.resume()
-            }
-        } onCancel: {
-            let task = state.state.withLock { call -> URLSessionDataTask? in
-                call.cancelled = true
-                return call.task
-            }
-            task?.cancel()
-        }
-    }
-}
-
-/// One URLSession call's shared state: the task to cancel and whether the continuation was
-/// resumed.
-struct TransportCall {
-    var task: URLSessionDataTask?
-    var cancelled = false
-    var finished = false
-}
-
-final class TransportCallBox: Sendable {
-    let state = Mutex(TransportCall())
 }

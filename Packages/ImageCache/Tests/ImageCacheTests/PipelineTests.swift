@@ -103,7 +103,7 @@ struct PipelineTests {
             // Held answers wait for a test's gate: on a loaded machine (every suite in one
             // process on two cores) the test may resume after the 30 s default idle timeout,
             // which would end the held download, not the behaviour under test.
-            transport: URLSessionTransport(timeout: 600),
+            transport: PlainTransport(timeout: .seconds(600)),
             decoder: decoder,
             diskCache: disk
                 ? try DiskCache(

@@ -10,7 +10,7 @@ struct ReadmeExampleTests {
         let imageURL = site.add("/products/00012345678905.png", width: 320, height: 200)
         let nextPage = (1...3).map { site.add("/products/\($0).png", seed: UInt64($0)) }
         let container = try TemporaryFolder()
-        let plain = URLSessionTransport()
+        let plain = PlainTransport()
 
         let pipeline = try ImagePipeline(
             directory: container.url.appendingPathComponent("images"),

@@ -159,7 +159,8 @@ public struct NewReservation: Sendable, Hashable, Codable {
             endsAt: endsAt,
             partySize: partySize,
             topic: topic,
-            notes: notes
+            notes: notes,
+            strict: true
         )
         switch (customerID, customer) {
         case (nil, nil):
@@ -263,8 +264,8 @@ public struct ReservationChanges: Sendable, Hashable, Codable {
             try ReservationRules.checkOrder(startsAt: startsAt, endsAt: endsAt)
         }
         if let partySize { try ReservationRules.checkPartySize(partySize) }
-        if let topic { try ReservationRules.checkTopic(topic) }
-        if let notes { try ReservationRules.checkNotes(notes) }
+        if let topic { try ReservationRules.checkTopic(topic, strict: true) }
+        if let notes { try ReservationRules.checkNotes(notes, strict: true) }
     }
 
     private enum CodingKeys: String, CodingKey { case startsAt, endsAt, partySize, topic, notes }

@@ -523,12 +523,12 @@ public struct FormField: Sendable, Hashable, Codable {
         }
         var cleaned = value
         switch kind {
-        case .text:
-            if value.contains(where: \.isNewline) {
+        case .text, .multilineText:
+            if kind == .text, value.contains(where: \.isNewline) {
                 return fail(.invalidText, "must be a single line")
             }
-        case .multilineText:
-            break
+            let text = kind == .text ? TextSafety.lineProblem(value) : TextSafety.notesProblem(value)
+            if let problem = text { return fail(.invalidText, problem) }
         case .email:
             guard let email = try? EmailAddress(value) else {
                 return fail(.invalidEmail, "is not an e-mail address")

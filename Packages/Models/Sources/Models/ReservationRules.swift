@@ -51,14 +51,17 @@ public enum ReservationRules {
         }
     }
 
-    /// Checks a topic: a single line of 1…200 characters.
-    public static func checkTopic(_ topic: String) throws(ValidationError) {
-        try Check.name(topic, field: "topic")
+    /// Checks a topic: a single line of 1…200 characters; `strict` (what a client sends)
+    /// also refuses C1 and bidi controls (``TextSafety/lineProblem(_:)``), while stored
+    /// records keep the rule they were written under.
+    public static func checkTopic(_ topic: String, strict: Bool = false) throws(ValidationError) {
+        try Check.name(topic, field: "topic", strict: strict)
     }
 
-    /// Checks notes: at most 2,000 characters, newlines allowed.
-    public static func checkNotes(_ notes: String) throws(ValidationError) {
-        try Check.text(notes, field: "notes")
+    /// Checks notes: at most 2,000 characters, newlines allowed; `strict` (what a client
+    /// sends) refuses every other control and bidi control (``TextSafety/notesProblem(_:)``).
+    public static func checkNotes(_ notes: String, strict: Bool = false) throws(ValidationError) {
+        try Check.text(notes, field: "notes", strict: strict)
     }
 
     /// Checks every rule of a reservation's details at once (order, party size, topic, notes).
@@ -67,12 +70,13 @@ public enum ReservationRules {
         endsAt: Date,
         partySize: Int,
         topic: String,
-        notes: String?
+        notes: String?,
+        strict: Bool = false
     ) throws(ValidationError) {
         try checkOrder(startsAt: startsAt, endsAt: endsAt)
         try checkPartySize(partySize)
-        try checkTopic(topic)
-        if let notes { try checkNotes(notes) }
+        try checkTopic(topic, strict: strict)
+        if let notes { try checkNotes(notes, strict: strict) }
     }
 
     /// Checks that a reservation in `status` may be edited.

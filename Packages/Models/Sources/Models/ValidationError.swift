@@ -89,21 +89,40 @@ public enum ModelLimits {
 }
 
 enum Check {
-    /// A required single-line text: not blank, no control characters, at most `max` characters.
-    static func name(_ value: String, field: String, max: Int = ModelLimits.nameLength)
-        throws(ValidationError)
-    {
+    /// A required single-line text: not blank, no control characters, at most `max` characters
+    /// (and, `strict`, no bidi or C1 controls: see ``line(_:field:max:strict:)``).
+    static func name(
+        _ value: String,
+        field: String,
+        max: Int = ModelLimits.nameLength,
+        strict: Bool = false
+    ) throws(ValidationError) {
         if value.allSatisfy(\.isWhitespace) {
             throw ValidationError(field: field, code: .empty, reason: "must not be empty")
         }
-        try line(value, field: field, max: max)
+        try line(value, field: field, max: max, strict: strict)
     }
 
-    /// An optional single-line text: no control characters, at most `max` characters.
-    static func line(_ value: String, field: String, max: Int = ModelLimits.nameLength)
-        throws(ValidationError)
-    {
+    /// An optional single-line text of at most `max` characters.
+    ///
+    /// `strict` (what a client sends: new reservations, changes, form values) refuses every
+    /// control character (C0, DEL, C1) and bidi control (``TextSafety/lineProblem(_:)``).
+    /// Records as stored (read back from the database or the server) keep the rule they were
+    /// written under, C0 and DEL only, so older data stays readable; apps escape what they
+    /// print (``TextSafety/terminal(_:multiline:)``).
+    static func line(
+        _ value: String,
+        field: String,
+        max: Int = ModelLimits.nameLength,
+        strict: Bool = false
+    ) throws(ValidationError) {
         try length(value, field: field, max: max)
+        if strict {
+            if let problem = TextSafety.lineProblem(value) {
+                throw ValidationError(field: field, code: .invalidFormat, reason: problem)
+            }
+            return
+        }
         for scalar in value.unicodeScalars where scalar.value < 0x20 || scalar.value == 0x7F {
             throw ValidationError(
                 field: field,
@@ -113,11 +132,20 @@ enum Check {
         }
     }
 
-    /// A free text (newlines and tabs allowed) of at most `max` characters.
-    static func text(_ value: String, field: String, max: Int = ModelLimits.noteLength)
-        throws(ValidationError)
-    {
+    /// A free text of at most `max` characters; `strict` (what a client sends) allows
+    /// newlines and tabs but no other control character and no bidi control
+    /// (``TextSafety/notesProblem(_:)``). Stored records keep any text (see
+    /// ``line(_:field:max:strict:)``).
+    static func text(
+        _ value: String,
+        field: String,
+        max: Int = ModelLimits.noteLength,
+        strict: Bool = false
+    ) throws(ValidationError) {
         try length(value, field: field, max: max)
+        if strict, let problem = TextSafety.notesProblem(value) {
+            throw ValidationError(field: field, code: .invalidFormat, reason: problem)
+        }
     }
 
     static func length(_ value: String, field: String, max: Int) throws(ValidationError) {

@@ -96,7 +96,7 @@ public enum FileIO {
 
     /// Replaces the file at `path` with `bytes` as users expect of a command that writes a
     /// file: atomically (a temporary file in the same directory, written in full, renamed
-    /// over the target), through a symbolic link to the file it names (the link stays). This
+    /// over the target), through a symbolic link the caller (or root) owns to the file it names (the link stays). This
     /// is the suite's one way to replace a file: settings exports, saved images, the token
     /// file and the refresh lease (Auth), the client's offline copies (SuiteClient).
     ///
@@ -110,8 +110,9 @@ public enum FileIO {
     ///     again (a cache), where a crash may leave the old version but never a torn one.
     /// - Throws: ``FileIOError`` with `notRegularFile` when the path (or the link's target)
     ///   is a directory, FIFO, socket or device, which are refused rather than replaced by a
-    ///   regular file; `system` for a failed system call, naming the path. The temporary file
-    ///   is removed on every failure.
+    ///   regular file; `untrustedLink` when a symbolic link on the way belongs to another
+    ///   user (or sits in `/tmp` and is not the caller's), naming it; `system` for a failed
+    ///   system call, naming the path. The temporary file is removed on every failure.
     public static func replaceFile(
         atPath path: String,
         with bytes: some ContiguousBytes,
@@ -179,10 +180,13 @@ public enum FileIO {
     }
 
     /// The path to write for `path`: itself, or the file its symbolic links lead to (which
-    /// may not exist yet); refuses anything that exists and is not a regular file.
+    /// may not exist yet); refuses anything that exists and is not a regular file, and every
+    /// link (in the chain, or among the directories on the way) that ``checkLink(_:_:)``
+    /// does not trust.
     static func resolveWritableTarget(_ path: String) throws(FileIOError) -> String {
         var current = path
         for _ in 0..<40 {
+            try checkDirectoryLinks(of: current, named: path)
             var info = stat()
             guard lstat(current, &info) == 0 else {
                 if errno == ENOENT { return current }
@@ -191,6 +195,7 @@ public enum FileIO {
             switch info.st_mode & S_IFMT {
             case S_IFREG: return current
             case S_IFLNK:
+                try checkLink(current, info, named: path)
                 var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
                 let count = readlink(current, &buffer, buffer.count - 1)
                 guard count >= 0 else { throw .system("cannot read the link", path: current) }
@@ -220,6 +225,60 @@ public enum FileIO {
         )
     }
 
+    /// Refuses to follow the link at `link` (with `info` from `lstat`) unless it is one the
+    /// kernel's protected-symlinks rule would follow for this process, whether or not that
+    /// rule is on: a link is followed only when its owner is the caller or root, and one in
+    /// a sticky world-writable directory (`/tmp`) only when its owner is the caller or owns
+    /// that directory. So a link another user planted can never make this process (root
+    /// above all) replace a file the planter could not.
+    static func checkLink(_ link: String, _ info: stat, named path: String) throws(FileIOError) {
+        let caller = geteuid()
+        let owner = info.st_uid
+        let parent = (link as NSString).deletingLastPathComponent
+        var directory = stat()
+        let inSticky =
+            stat(parent.isEmpty ? "." : parent, &directory) == 0
+            && directory.st_mode & S_ISVTX != 0 && directory.st_mode & S_IWOTH != 0
+        let trusted =
+            inSticky ? owner == caller || owner == directory.st_uid : owner == caller || owner == 0
+        guard !trusted else { return }
+        let why =
+            inSticky
+            ? "it sits in the sticky world-writable directory \(parent) and belongs to \(userName(owner)), not to you or that directory's owner"
+            : "it belongs to \(userName(owner)), not to you or root"
+        throw FileIOError(
+            code: .untrustedLink,
+            path: path,
+            message: "refusing to write \(path) through the symbolic link \(link): \(why)"
+        )
+    }
+
+    /// Applies ``checkLink(_:_:named:)`` to every directory on the way to `target` that is
+    /// a symbolic link (`/tmp/planted/out.png` where `planted` points elsewhere).
+    static func checkDirectoryLinks(of target: String, named path: String) throws(FileIOError) {
+        var absolute = target
+        if !absolute.hasPrefix("/") {
+            absolute = FileManager.default.currentDirectoryPath + "/" + absolute
+        }
+        let components = absolute.split(separator: "/").dropLast()
+        var prefix = ""
+        for component in components {
+            prefix += "/" + component
+            var info = stat()
+            guard lstat(prefix, &info) == 0 else { return }
+            if info.st_mode & S_IFMT == S_IFLNK { try checkLink(prefix, info, named: path) }
+        }
+    }
+
+    /// `user 1001 (alice)`, or `root`.
+    static func userName(_ uid: uid_t) -> String {
+        if uid == 0 { return "root" }
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else {
+            return "user \(uid)"
+        }
+        return "user \(uid) (\(String(cString: name)))"
+    }
+
     static func kindName(_ mode: mode_t) -> String {
         switch mode & S_IFMT {
         case S_IFDIR: "a directory"
@@ -242,6 +301,9 @@ public struct FileIOError: Error, Sendable, CustomStringConvertible {
         case tooLarge
         /// A system call failed; ``FileIOError/errno`` says why.
         case system
+        /// The path leads through a symbolic link another user planted (one the kernel's
+        /// protected-symlinks rule would not follow): refused, nothing written.
+        case untrustedLink
     }
 
     /// The kind of failure.

@@ -29,21 +29,6 @@ public struct DefaultsChange: Sendable, Hashable {
         self.newValue = newValue
         self.date = date
     }
-
-    /// The change as one JSON object line:
-    /// `{"at":"…","key":"…","new":…,"old":…,"suite":"…"}` (absent values are `null`).
-    public func jsonLine() -> String {
-        var out = "{\"suite\":"
-        JSONWriter.writeString(suite, into: &out)
-        out += ",\"key\":"
-        JSONWriter.writeString(key, into: &out)
-        out += ",\"old\":" + (oldValue?.jsonText() ?? "null")
-        out += ",\"new\":" + (newValue?.jsonText() ?? "null")
-        out += ",\"at\":"
-        JSONWriter.writeString(DefaultsValue.rfc3339(date), into: &out)
-        out += "}"
-        return out
-    }
 }
 
 /// A registered change handler; it stays active until ``cancel()`` or until it is released.

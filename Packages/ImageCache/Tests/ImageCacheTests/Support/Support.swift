@@ -1,7 +1,12 @@
+import Auth
 import Foundation
 import ImageCache
 import Logging
 import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -192,3 +197,14 @@ let stressToolURL: URL = {
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     return executable.deletingLastPathComponent().appendingPathComponent("ImageCacheStressTool")
 }()
+
+/// Unsigned downloads through the suite's one URLSession bridge (Auth's), each bounded by
+/// `timeout` (held answers wait for a test's gate on a loaded machine).
+struct PlainTransport: ImageTransport {
+    let transport = URLSessionHTTPTransport()
+    var timeout: Duration = .seconds(30)
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try await transport.send(request, deadline: .now + timeout) { _, _, new in .follow(new) }
+    }
+}

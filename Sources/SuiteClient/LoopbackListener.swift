@@ -1,0 +1,174 @@
+internal import Foundation
+internal import Plumbing
+internal import Synchronization
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// Who owns the listening socket behind a loopback connection, read from the kernel's
+/// `/proc/net/tcp` and `/proc/net/tcp6` (their `uid` column): the proof a plain-http server on
+/// this machine gives before anything is sent to it.
+///
+/// Any local user can bind a free loopback port; while the suite's server is stopped (an
+/// upgrade, a restart) a squatter on its port would otherwise receive the next password,
+/// bearer token or refresh token. A listener is trusted only when it belongs to the client's
+/// own user or to root (a system service); see Auth's README, "Threat model".
+enum LoopbackListener {
+    /// How a connected loopback peer's listener was judged.
+    enum Verdict: Equatable {
+        /// Owned by this user or root.
+        case trusted
+        /// Owned by another user (the uid).
+        case untrusted(uid_t)
+        /// Not a loopback address: the check does not apply.
+        case notLoopback
+        /// No listener for the address was found (it closed meanwhile): not trusted.
+        case unknown
+    }
+
+    /// Judges the listener `fd` (a connected TCP socket) is connected to.
+    static func verdict(forConnected fd: Int32) -> Verdict {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let got = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+        }
+        guard got == 0, let peer = Peer(storage) else { return .notLoopback }
+        guard peer.isLoopback else { return .notLoopback }
+        let owners = listenerOwners(for: peer)
+        guard !owners.isEmpty else { return .unknown }
+        let me = getuid()
+        let effective = geteuid()
+        if let stranger = owners.first(where: { $0 != me && $0 != effective && $0 != 0 }) {
+            return .untrusted(stranger)
+        }
+        return .trusted
+    }
+
+    /// A peer address in the kernel's `/proc/net` notation.
+    struct Peer {
+        /// 8 hex digits (IPv4) or 32 (IPv6), as the kernel prints them.
+        var address: String
+        var port: UInt16
+        var isIPv6: Bool
+        var isLoopback: Bool
+
+        init?(_ storage: sockaddr_storage) {
+            var copy = storage
+            switch Int32(storage.ss_family) {
+            case AF_INET:
+                let address = withUnsafePointer(to: &copy) {
+                    $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+                }
+                // The kernel prints the 32-bit word as this machine reads it.
+                self.address = String(format: "%08X", address.sin_addr.s_addr)
+                port = UInt16(bigEndian: address.sin_port)
+                isIPv6 = false
+                isLoopback = UInt32(bigEndian: address.sin_addr.s_addr) >> 24 == 127
+            case AF_INET6:
+                let address = withUnsafePointer(to: &copy) {
+                    $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+                }
+                var words = address.sin6_addr
+                let parts = withUnsafeBytes(of: &words) { raw in
+                    (0..<4).map { raw.load(fromByteOffset: $0 * 4, as: UInt32.self) }
+                }
+                self.address = parts.map { String(format: "%08X", $0) }.joined()
+                port = UInt16(bigEndian: address.sin6_port)
+                isIPv6 = true
+                let bytes = withUnsafeBytes(of: &words) { Array($0) }
+                let loopback6 = bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1
+                let mapped4 =
+                    bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
+                    && bytes[12] == 127
+                isLoopback = loopback6 || mapped4
+            default:
+                return nil
+            }
+        }
+    }
+
+    /// The uids of the listening sockets that would take a connection to `peer`: those
+    /// bound to its exact address, else to the wildcard address (`0.0.0.0`, `::`).
+    ///
+    /// Answers are kept for a second per address and port: a command that makes hundreds of
+    /// requests (a prefetch) reads the tables once a second, not once a request.
+    static func listenerOwners(for peer: Peer) -> [uid_t] {
+        let key = "\(peer.address):\(peer.port)"
+        let now = ContinuousClock.now
+        if let known = recent.withLock({ $0[key] }), now - known.at < .seconds(1) {
+            return known.owners
+        }
+        let owners = readOwners(for: peer)
+        recent.withLock { $0[key] = (now, owners) }
+        return owners
+    }
+
+    private static let recent = Mutex<[String: (at: ContinuousClock.Instant, owners: [uid_t])]>([:])
+
+    /// Reads `/proc/net/tcp` (and `tcp6`) for ``listenerOwners(for:)``, looking closely only
+    /// at the lines that name the port.
+    static func readOwners(for peer: Peer) -> [uid_t] {
+        let port = Array(String(format: ":%04X ", peer.port).utf8)
+        var exact: [uid_t] = []
+        var wildcard: [uid_t] = []
+        // An IPv4 peer may be served by a dual-stack IPv6 listener, as `::ffff:a.b.c.d` or `::`.
+        let mapped = "0000000000000000FFFF0000" + peer.address
+        for (file, isIPv6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
+            guard isIPv6 || !peer.isIPv6, let bytes = readAll(file) else { continue }
+            var start = 0
+            while start < bytes.count {
+                let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+                defer { start = end + 1 }
+                let line = bytes[start..<end]
+                // Only a line whose local address has this port (the first ":PORT ").
+                guard let at = firstRange(of: port, in: line) else { continue }
+                let fields = line.split(separator: UInt8(ascii: " "))
+                // sl local rem st tx:rx tr:when retrnsmt uid ...
+                guard fields.count > 7, fields[3].elementsEqual("0A".utf8),
+                    fields[1].endIndex == at + port.count - 1,
+                    let uid = uid_t(String(decoding: fields[7], as: UTF8.self))
+                else { continue }
+                let address = String(decoding: fields[1].prefix(fields[1].count - 5), as: UTF8.self)
+                if address == peer.address || (isIPv6 && !peer.isIPv6 && address == mapped) {
+                    exact.append(uid)
+                } else if address.allSatisfy({ $0 == "0" }) {
+                    wildcard.append(uid)
+                }
+            }
+        }
+        return exact.isEmpty ? wildcard : exact
+    }
+
+    private static func firstRange(of needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        var index = haystack.startIndex
+        while index + needle.count <= haystack.endIndex {
+            if haystack[index] == needle[0],
+                haystack[index..<(index + needle.count)].elementsEqual(needle)
+            {
+                return index
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// A `/proc` file read to its end (its size says 0; the kernel hands it out a page of
+    /// lines per read).
+    static func readAll(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return try? FileIO.readAll(fd, limit: 64 << 20, name: path)
+    }
+
+    /// `user 1001 (alice)`.
+    static func describe(_ uid: uid_t) -> String {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else {
+            return "user \(uid)"
+        }
+        return "user \(uid) (\(String(cString: name)))"
+    }
+}
