@@ -42,6 +42,15 @@ struct Serve: AsyncParsableCommand {
         )
     )
     var trustedProxies: [String] = []
+    @Option(
+        help: ArgumentHelp(
+            "Serve /metrics on this port of --metrics-host only (0: any free port); without it /metrics answers peers on this machine that are not a trusted proxy.",
+            valueName: "port"
+        )
+    )
+    var metricsPort: Int?
+    @Option(help: "Address of the /metrics listener (with --metrics-port).")
+    var metricsHost = "127.0.0.1"
     @OptionGroup var options: DatabaseOptions
 
     func validate() throws {
@@ -67,6 +76,17 @@ struct Serve: AsyncParsableCommand {
         }
         guard (1...3600).contains(idleTimeout) else {
             throw ValidationError("--idle-timeout must be 1…3600 seconds, got \(idleTimeout)")
+        }
+        if let metricsPort {
+            guard (0...65_535).contains(metricsPort) else {
+                throw ValidationError("--metrics-port must be 0…65535, got \(metricsPort)")
+            }
+            guard metricsPort == 0 || metricsPort != port || metricsHost != host else {
+                throw ValidationError("--metrics-port must differ from --port on the same host")
+            }
+        }
+        guard !metricsHost.isEmpty else {
+            throw ValidationError("--metrics-host must not be empty")
         }
         for range in trustedProxies where TrustedProxies.Range(range) == nil {
             throw ValidationError(
@@ -97,6 +117,9 @@ struct Serve: AsyncParsableCommand {
             trustedProxies.compactMap(TrustedProxies.Range.init)
         )
         configuration.metrics = registry
+        configuration.metricsAddress = metricsPort.map {
+            StoreServerConfiguration.ListenAddress(host: metricsHost, port: $0)
+        }
         configuration.notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
         let displayHost = host.contains(":") ? "[\(host)]" : host
         configuration.onListening = { _, port in

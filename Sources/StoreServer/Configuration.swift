@@ -36,6 +36,12 @@ public struct StoreServerConfiguration: Sendable {
     /// systemd's notify socket (`Type=notify`): `READY=1` once listening, watchdog pings while
     /// the event loops and the database answer. Nil outside systemd.
     public var notifier: SystemdNotifier?
+    /// Where `GET /metrics` is served on a listener of its own (`serve --metrics-port`). Nil:
+    /// on the API's listener, to peers on this machine only that are not a trusted proxy (a
+    /// request a local proxy forwards is a client's, not the machine's).
+    public var metricsAddress: ListenAddress?
+    /// Called once the metrics listener listens, with the address it bound.
+    public var onMetricsListening: (@Sendable (String, Int) -> Void)?
     /// Called once the server listens, with the address it bound (`--port 0`).
     public var onListening: (@Sendable (String, Int) -> Void)?
     /// The proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed.
@@ -49,6 +55,20 @@ public struct StoreServerConfiguration: Sendable {
 
     /// The defaults: `127.0.0.1:8080`, `$SHOPFLOOR_HOME/server/store.sqlite`.
     public init() {}
+
+    /// A host and port to listen on (port 0: any free port).
+    public struct ListenAddress: Sendable, Equatable {
+        /// The address to bind.
+        public var host: String
+        /// The port; 0 picks a free one.
+        public var port: Int
+
+        /// `host:port`.
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+    }
 
     /// The lowest password cost (PBKDF2 iterations) outside tests: Auth's floor. Below it a
     /// wrong password answers faster than an unknown user, so only tests and benchmarks that

@@ -26,8 +26,6 @@ struct SignInService: Sendable {
     func signIn(username: String, password: String, address: String, now: Date = Date())
         async throws -> TokenResponse
     {
-        let logged: Logger.MetadataValue =
-            Associate.isValidUsername(username) ? .string(username) : "(not a user name)"
         do {
             return try await hashing.withPermit(
                 for: ["user": username.lowercased(), "address": address]
@@ -47,7 +45,15 @@ struct SignInService: Sendable {
                 }
                 guard let user, matches else {
                     try await limiter.finish(attempt, succeeded: false, now: now)
-                    logger.notice("sign-in refused", metadata: ["username": logged])
+                    // Only a user that exists is named: what was typed into the user-name
+                    // field may be a password, or a line break that forges a log line.
+                    logger.notice(
+                        "sign-in refused",
+                        metadata: [
+                            "username": user.map { .string($0.associate.username) }
+                                ?? "(unknown user)"
+                        ]
+                    )
                     throw APIError.auth(
                         ProblemDetails(
                             type: AuthProblemType.invalidCredentials,
@@ -69,7 +75,7 @@ struct SignInService: Sendable {
         } catch let refusal as LoadLimiter.Refusal {
             logger.notice(
                 "sign-in refused: \(refusal)",
-                metadata: ["username": logged, "address": .string(address)]
+                metadata: ["address": .string(address)]
             )
             throw APIError(
                 APIProblem(

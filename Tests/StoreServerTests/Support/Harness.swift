@@ -153,7 +153,9 @@ struct TestServer: Sendable {
         passwordIterations: Int = testPasswordCost,
         trustedProxies: [String] = [],
         sessionLifetime: TimeInterval = 30 * 86_400,
-        clockShift: TimeInterval = 0
+        clockShift: TimeInterval = 0,
+        metricsPort: Int? = nil,
+        logger: Logger = TestDatabases.logger
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
         if let location {
@@ -176,9 +178,10 @@ struct TestServer: Sendable {
         configuration.localClock = { Date() + clockShift }
         configuration.idleTimeout = idleTimeout
         configuration.drainTimeout = drainTimeout
+        configuration.metricsAddress = metricsPort.map { .init(host: "127.0.0.1", port: $0) }
         let server = try await RunningStoreServer.start(
             configuration: configuration,
-            logger: TestDatabases.logger
+            logger: logger
         )
         return TestServer(server: server, location: location)
     }
