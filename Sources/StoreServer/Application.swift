@@ -279,8 +279,8 @@ struct Housekeeping: Service {
                 return
             }
             do {
-                let now = Date()
                 try await context.clock.synchronize()
+                let now = context.clock.now()
                 try await context.gate.purge()
                 try await context.idempotency.purge(olderThan: now - 86_400)
                 try await context.limiter.purge(now: now)

@@ -23,9 +23,11 @@ struct SignInService: Sendable {
     /// Checks `password` and opens a session.
     /// - Throws: a 429 (or 503) with `Retry-After` while the user name or `address` has too many
     ///   attempts at once or too many failures, a 401 for a wrong user name or password.
-    func signIn(username: String, password: String, address: String, now: Date = Date())
+    func signIn(username: String, password: String, address: String, now: Date? = nil)
         async throws -> TokenResponse
     {
+        // The database's clock: every instance counts failures in the same windows.
+        let now = now ?? gate.clock.now()
         do {
             return try await hashing.withPermit(
                 for: ["user": username.lowercased(), "address": address]
