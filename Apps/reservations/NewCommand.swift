@@ -230,6 +230,25 @@ struct New: AsyncParsableCommand {
                     problems: &form.problems
                 )
             }
+            // The same person (e-mail or phone) may be a customer already: offered for reuse,
+            // as the server finds them (never a local guess).
+            var existing: UUID? = customer.flatMap(UUID.init(uuidString:))
+            if existing == nil, form.problems.isEmpty, let values = customerForm,
+                let match = try await client.existingCustomer(
+                    email: values["email"],
+                    phone: values["phone"]
+                )
+            {
+                var contact = [match.displayName]
+                if let email = match.email { contact.append(email.value) }
+                if let phone = match.phone { contact.append(phone.e164) }
+                let who = TextSafety.terminal(contact.joined(separator: ", "))
+                if noInput || yes || asker.confirm("\(who) is a customer already. Book for them?") {
+                    existing = match.id
+                    customerForm = nil
+                    output.note("booking for the existing customer \(who)")
+                }
+            }
             guard form.problems.isEmpty, let startsAt, let endsAt, let party, let topicText else {
                 let ended = !noInput && !asker.enabled ? " (the answers ended)" : ""
                 throw SuiteClientError(
@@ -247,7 +266,7 @@ struct New: AsyncParsableCommand {
                     partySize: party,
                     topic: topicText,
                     notes: notes,
-                    customerID: customer.flatMap(UUID.init(uuidString:)),
+                    customerID: existing,
                     customer: customerForm
                 )
             } catch let error as Models.ValidationError {
@@ -434,6 +453,19 @@ struct FormState {
 /// stdin ends, nothing more is asked.
 struct Asker {
     var enabled: Bool
+
+    /// A yes-or-no question; yes unless answered no (an empty answer is yes). At the end of
+    /// the answers (or without asking) the answer is no.
+    mutating func confirm(_ question: String) -> Bool {
+        while let answer = ask("\(question) [Y/n]") {
+            switch answer.lowercased() {
+            case "", "y", "yes": return true
+            case "n", "no": return false
+            default: continue
+            }
+        }
+        return false
+    }
 
     mutating func ask(_ question: String) -> String? {
         guard enabled else { return nil }

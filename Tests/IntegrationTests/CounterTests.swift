@@ -112,7 +112,9 @@ struct CounterTests {
             #expect(empty.stderr.contains("\(field):"), "\(field) not listed: \(empty.stderr)")
         }
 
-        // Relative times, in Berlin's zone.
+        // Relative times, in Berlin's zone; the second booking finds Ana (same e-mail) on the
+        // server and books for her instead of making a second customer.
+        var customers: [UUID] = []
         for (text, expected) in [
             ("tomorrow 10:00", Self.berlinTime(days: 1, hour: 10)),
             ("tomorrow 9:30", Self.berlinTime(days: 1, hour: 9, minute: 30)),
@@ -127,7 +129,12 @@ struct CounterTests {
             let created = try decode(ReservationDetail.self, run)
             #expect(created.reservation.startsAt == expected, "\(text)")
             #expect(created.reservation.partySize == 2)
+            customers.append(created.customer.id)
+            if customers.count == 2 {
+                #expect(run.stderr.contains("booking for the existing customer"), "\(run.stderr)")
+            }
         }
+        #expect(Set(customers).count == 1)
         let later = try station.run(
             [
                 "new", "--store", store, "--start", "+3h", "--topic", "Fitting", "--no-input",
