@@ -14,13 +14,25 @@ BIN_PATH = $$($(SWIFT) build $(RELEASE) --show-bin-path)
 # The capability packages under Packages/. The root package owns their test targets too
 # (same names and directories), so `make test` builds one graph: each dependency once.
 PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/Package.swift))))
-PACKAGE_TESTS := $(addsuffix Tests,$(PACKAGES))
-# Test targets run in a process of their own: each package's, and the client library's,
-# whose tests time deadlines and cancellation to the tenth of a second. In the root
-# package's process dozens of child processes start at once (the integration tests, on
-# threads of their own: Tests/IntegrationTests/Support/OwnThreads.swift); a deadline
-# measured there measures that CPU contention too.
-OWN_PROCESS_TESTS := $(PACKAGE_TESTS) SuiteClientTests
+# Where a test suite runs is decided here, and only here. Every test target runs in one
+# `swift test` process, where Swift Testing runs suites in parallel: a suite whose tests must
+# not overlap says `.serialized`, and every child process starts through ChildProcesses
+# (Packages/ChildProcesses), which waits without holding a thread. A target is listed here,
+# to run in a process of its own after that one, only with its reason:
+# - AuthTests and SuiteClientTests: their tests time deadlines, retries and cancellation to
+#   the tenth of a second (`elapsed < 0.8`); beside the integration tests' dozens of child
+#   processes such a time measures the CPU contention too.
+OWN_PROCESS_TESTS := AuthTests SuiteClientTests
+# Run in a process of their own at the same time as the shared one (started from the test
+# bundle itself: `swift test` holds the build directory's lock, so two cannot run at once):
+# - ScannerTests: decoding and OCR are minutes of synchronous CPU work on the concurrency
+#   pool's two threads; in the shared process they would hold both, and every test waiting
+#   on a child or a socket (and timing it) would wait for a thread too.
+BESIDE_TESTS := ScannerTests
+TEST_BUNDLE = $$($(SWIFT) build --show-bin-path)/ShopfloorPackageTests.xctest
+# `make check`: the quick local loop, suites that need no PostgreSQL, no app or server
+# process, no shaped link and no OCR.
+CHECK_TESTS := ModelsTests PlumbingTests PNGTests ChildProcessesTests AuthTests ProductImagesTests SuiteClientTests
 empty :=
 space := $(empty) $(empty)
 export SHOPFLOOR_CORPUS ?= $(abspath $(CURDIR)/../shared/corpus)
@@ -31,7 +43,7 @@ export OMP_THREAD_LIMIT ?= 1
 FORMAT_PATHS := Package.swift Apps Sources Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks Benchmarks/Tools \
   $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
 
-.PHONY: help deps build test test-packages stress fuzz demo bench bench-thresholds bench-network format release install uninstall clean
+.PHONY: help deps build test test-run check test-packages stress fuzz demo bench bench-thresholds bench-network format release install uninstall clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 15
@@ -50,21 +62,40 @@ build: deps ## release build of the five apps only, Swift runtime linked statica
 	done
 	@echo "binaries in $(BIN_PATH)"
 
-test: deps ## build everything once, then each package's tests and the root package's, each in its own process
+test: deps ## build everything once, then run every test suite (make test-run)
+	@echo "==> scripts/check-test-mirror.py: the root's copies of the packages' test targets"
+	@python3 scripts/check-test-mirror.py
 	@echo "==> swift build --build-tests: the apps, every package and all their tests, one graph"
 	$(SWIFT) build --build-tests
-	@failed=(); \
+	@$(MAKE) --no-print-directory test-run
+
+test-run: ## the test phase of make test on what is built: the suites in one process (BESIDE_TESTS beside it), then OWN_PROCESS_TESTS each alone
+	@failed=(); beside=(); \
+	for t in $(BESIDE_TESTS); do \
+	  echo "==> $$t, in a process of its own beside the shared one (its output when both end)"; \
+	  "$(TEST_BUNDLE)" --testing-library swift-testing --filter "^$$t\." > ".build/$$t.log" 2>&1 & \
+	  beside+=("$$t:$$!"); \
+	done; \
+	echo "==> swift test: every test target but $(OWN_PROCESS_TESTS) $(BESIDE_TESTS), in one process"; \
+	$(SWIFT) test --skip-build --disable-xctest \
+	  --skip '^($(subst $(space),|,$(OWN_PROCESS_TESTS) $(BESIDE_TESTS)))\.' || failed+=("the shared process"); \
+	for entry in "$${beside[@]}"; do \
+	  wait "$${entry#*:}" || failed+=("$${entry%%:*}"); \
+	  echo "==> $${entry%%:*}:"; cat ".build/$${entry%%:*}.log"; \
+	done; \
 	for t in $(OWN_PROCESS_TESTS); do \
-	  echo "==> swift test: $$t"; \
+	  echo "==> swift test: $$t, in a process of its own"; \
 	  $(SWIFT) test --skip-build --disable-xctest --filter "^$$t\." || failed+=("$$t"); \
 	done; \
-	echo "==> swift test: the root package's tests (apps and integration)"; \
-	$(SWIFT) test --skip-build --disable-xctest \
-	  --skip '^($(subst $(space),|,$(OWN_PROCESS_TESTS)))\.' || failed+=("root package"); \
 	echo "==> Tests/Rig/run.sh: make install's files, the unit, libcurl, and the namespace rig (https, HAProxy, PostgreSQL)"; \
 	bash Tests/Rig/run.sh "$$($(SWIFT) build --show-bin-path)" || failed+=("deployment (Tests/Rig)"); \
 	if (( $${#failed[@]} )); then echo "error: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
-	echo "all test suites passed: $(OWN_PROCESS_TESTS), the root package's and the deployment tests"
+	echo "all test suites passed, the deployment tests too"
+
+check: ## quick local loop: the build with its tests, then the fast unit suites (CHECK_TESTS: no PostgreSQL, no app or server processes, no shaped links, no OCR)
+	@python3 scripts/check-test-mirror.py
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --disable-xctest --filter '^($(subst $(space),|,$(CHECK_TESTS)))\.'
 
 test-packages: deps ## each package's tests on its own (`swift test --package-path`), as its users build it
 	@failed=(); \

@@ -33,6 +33,8 @@ let package = Package(
         .package(path: "Packages/Scanner"),
         .package(path: "Packages/Auth"),
         .package(path: "Packages/ImageCache"),
+        // The tests' child-process runner (swift-subprocess); only test targets use it.
+        .package(path: "Packages/ChildProcesses"),
         // store-server: HTTP, SQL on SQLite and PostgreSQL, metrics.
         // No default traits: swift-configuration and full Foundation are not used. Every
         // manifest that names Hummingbird says `traits: []`, or SwiftPM turns them back on.
@@ -214,6 +216,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 // Built for the cross-process refresh test (a second client process).
                 .product(name: "AuthPeer", package: "Auth"),
+                .product(name: "ChildProcesses", package: "ChildProcesses"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/StoreServerTests",
@@ -248,6 +251,7 @@ let package = Package(
                 "CommandSupport",
                 "SuiteClient",
                 "ProductImages",
+                .product(name: "ChildProcesses", package: "ChildProcesses"),
                 .product(name: "ImageCache", package: "ImageCache"),
                 .product(name: "Models", package: "Models"),
                 .product(name: "PNG", package: "PNG"),
@@ -289,13 +293,23 @@ package.targets += [
     ),
     .testTarget(
         name: "PNGTests",
-        dependencies: [.product(name: "PNG", package: "PNG")],
+        dependencies: [
+            .product(name: "ChildProcesses", package: "ChildProcesses"),
+            .product(name: "PNG", package: "PNG"),
+        ],
         path: "Packages/PNG/Tests/PNGTests",
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "ChildProcessesTests",
+        dependencies: [.product(name: "ChildProcesses", package: "ChildProcesses")],
+        path: "Packages/ChildProcesses/Tests/ChildProcessesTests",
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "SharedDefaultsTests",
         dependencies: [
+            .product(name: "ChildProcesses", package: "ChildProcesses"),
             .product(name: "Plumbing", package: "Plumbing"),
             .product(name: "SharedDefaults", package: "SharedDefaults"),
             .product(name: "SharedDefaultsStressTool", package: "SharedDefaults"),
@@ -309,6 +323,7 @@ package.targets += [
         dependencies: [
             .product(name: "Auth", package: "Auth"),
             .product(name: "AuthPeer", package: "Auth"),
+            .product(name: "ChildProcesses", package: "ChildProcesses"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Hummingbird", package: "hummingbird"),
@@ -321,6 +336,7 @@ package.targets += [
     .testTarget(
         name: "ImageCacheTests",
         dependencies: [
+            .product(name: "ChildProcesses", package: "ChildProcesses"),
             .product(name: "ImageCache", package: "ImageCache"),
             .product(name: "Auth", package: "Auth"),
             .product(name: "Plumbing", package: "Plumbing"),
@@ -332,10 +348,11 @@ package.targets += [
     ),
     .testTarget(
         name: "ScannerTests",
-        // The umbrella, and the two targets whose internals the OCR and small-symbol tests see.
+        // The umbrella, and the targets whose internals the OCR and small-symbol tests see.
         dependencies: [
             .product(name: "Scanner", package: "Scanner"),
             .product(name: "ScannerBarcodes", package: "Scanner"),
+            .product(name: "ScannerImages", package: "Scanner"),
             .product(name: "ScannerText", package: "Scanner"),
         ],
         path: "Packages/Scanner/Tests/ScannerTests",

@@ -36,7 +36,7 @@ struct Seed: AsyncParsableCommand {
             let summary = try await admin.seedDemo()
             if summary.loaded {
                 try StandardOutput.line(
-                    "loaded \(summary.stores) stores, \(summary.customers) customers, \(summary.reservations) reservations, \(summary.products) products, user \(DemoData.username)"
+                    "loaded \(summary.stores) stores, \(summary.customers) customers, \(summary.reservations) reservations, \(summary.products) products, users \(DemoData.username) (associate), \(DemoData.managerUsername) (manager), \(DemoData.adminUsername) (admin)"
                 )
             } else {
                 Console.warning("the database already has stores; demo data not loaded")
@@ -67,37 +67,75 @@ func readPassword() throws -> String {
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user",
-        abstract: "Manage associates (passwords are read from stdin).",
-        subcommands: [Add.self, List.self, Passwd.self, Remove.self]
+        abstract: "Manage users, their roles and stores (passwords are read from stdin).",
+        subcommands: [Add.self, List.self, Set.self, Passwd.self, Remove.self]
     )
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "add",
-            abstract: "Add an associate; the password comes from stdin."
+            abstract: "Add a user with a role and stores; the password comes from stdin.",
+            discussion: """
+                Roles: associate (their stores), manager (their stores and the stores' \
+                configuration), admin (every store, users, minimum versions). A store is its id \
+                or short name (GET /v1/stores shows them); the first is the home store.
+                """
         )
         @Argument(help: "The user name (letters, digits, '.', '_', '-').") var name: String
         @Option(help: "The name shown to people (default: the user name).") var displayName: String?
-        @Option(help: "The associate's home store id.") var homeStore: String?
+        @Option(help: "associate, manager or admin.") var role = "associate"
+        @Option(
+            name: .customLong("store"),
+            help: "A store of the user (repeat for more; id or short name)."
+        )
+        var stores: [String] = []
+        @Option(help: "The home store (the same as a first --store).") var homeStore: String?
         @OptionGroup var options: DatabaseOptions
 
         func run() async throws {
-            var store: UUID?
-            if let homeStore {
-                guard let id = UUID(uuidString: homeStore) else {
-                    throw CommandError.usage("--home-store '\(homeStore)' is not a store UUID")
-                }
-                store = id
-            }
             let password = try readPassword()
             try await runAdmin(options) { admin in
                 let associate = try await admin.addUser(
                     name,
                     password: password,
                     displayName: displayName,
-                    homeStoreID: store
+                    role: try parseRole(role),
+                    stores: (homeStore.map { [$0] } ?? []) + stores
                 )
-                if !options.common.quiet { Console.note("added user \(associate.username)") }
+                if !options.common.quiet {
+                    Console.note("added \(associate.role) \(associate.username)")
+                }
+            }
+        }
+    }
+
+    struct Set: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set",
+            abstract: "Change a user's role and stores (at their next request, no new sign-in).",
+            discussion: "The stores given replace the user's; the first is the home store."
+        )
+        @Argument(help: "The user name.") var name: String
+        @Option(help: "associate, manager or admin.") var role: String
+        @Option(
+            name: .customLong("store"),
+            help: "A store of the user (repeat for more; id or short name)."
+        )
+        var stores: [String] = []
+        @OptionGroup var options: DatabaseOptions
+
+        func run() async throws {
+            try await runAdmin(options) { admin in
+                let associate = try await admin.setAccess(
+                    name,
+                    role: try parseRole(role),
+                    stores: stores
+                )
+                if !options.common.quiet {
+                    Console.note(
+                        "\(associate.username) is now \(associate.role) of \(associate.storeIDs.count) store(s)"
+                    )
+                }
             }
         }
     }
@@ -105,7 +143,7 @@ struct UserCommand: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
-            abstract: "List associates (JSON with --json)."
+            abstract: "List users: name, display name, role, stores (JSON with --json)."
         )
         @OptionGroup var options: DatabaseOptions
 
@@ -119,8 +157,12 @@ struct UserCommand: AsyncParsableCommand {
                     )
                 } else {
                     for user in users {
+                        let associate = user.associate
+                        let stores =
+                            associate.role.seesEveryStore
+                            ? "*" : associate.storeIDs.map(\.uuidString).joined(separator: ",")
                         try StandardOutput.line(
-                            "\(user.associate.username)\t\(user.associate.displayName)\t\(user.associate.homeStoreID?.uuidString ?? "-")"
+                            "\(associate.username)\t\(associate.displayName)\t\(associate.role)\t\(stores.isEmpty ? "-" : stores)"
                         )
                     }
                 }
@@ -160,4 +202,14 @@ struct UserCommand: AsyncParsableCommand {
             }
         }
     }
+}
+
+/// `--role` as a ``Role``.
+func parseRole(_ text: String) throws -> Role {
+    guard let role = Role(rawValue: text) else {
+        throw CommandError.usage(
+            "--role '\(text.prefix(40))' is not a role; use \(Role.allCases.map(\.rawValue).joined(separator: ", "))"
+        )
+    }
+    return role
 }

@@ -26,6 +26,20 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "PostgreSQL connections per event loop.") var databaseConnections = 4
     @Option(help: "Seconds a stop waits for requests in flight before closing them.")
     var drainTimeout = 10
+    @Option(
+        help:
+            "Seconds a connection may stay silent (also half-way through a request) before it is closed."
+    )
+    var idleTimeout = 30
+    @Option(
+        name: .customLong("trusted-proxy"),
+        parsing: .upToNextOption,
+        help: ArgumentHelp(
+            "Proxies (CIDR ranges) whose X-Forwarded-For and X-Forwarded-Proto are believed.",
+            valueName: "cidr"
+        )
+    )
+    var trustedProxies: [String] = []
     @OptionGroup var options: DatabaseOptions
 
     func validate() throws {
@@ -43,6 +57,14 @@ struct Serve: AsyncParsableCommand {
         }
         guard (0...3600).contains(drainTimeout) else {
             throw ValidationError("--drain-timeout must be 0…3600 seconds, got \(drainTimeout)")
+        }
+        guard (1...3600).contains(idleTimeout) else {
+            throw ValidationError("--idle-timeout must be 1…3600 seconds, got \(idleTimeout)")
+        }
+        for range in trustedProxies where TrustedProxies.Range(range) == nil {
+            throw ValidationError(
+                "--trusted-proxy '\(range.prefix(60))' is not an address range such as 10.0.0.0/8 or 2001:db8::/32"
+            )
         }
     }
 
@@ -62,6 +84,10 @@ struct Serve: AsyncParsableCommand {
         configuration.refreshTokenTTL = TimeInterval(refreshTokenTtl)
         configuration.databaseConnections = databaseConnections
         configuration.drainTimeout = .seconds(drainTimeout)
+        configuration.idleTimeout = .seconds(idleTimeout)
+        configuration.trustedProxies = TrustedProxies(
+            trustedProxies.compactMap(TrustedProxies.Range.init)
+        )
         configuration.metrics = registry
         configuration.notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
         let displayHost = host.contains(":") ? "[\(host)]" : host

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# scan against zbarimg, in one run, on two sets:
+# scan against zbarimg, in one run, on three sets:
 #   dev corpus   $SHOPFLOOR_CORPUS/barcodes: photos and scans with NAME.txt / NAME.bin
 #                (an image counts as decoded when a symbol has its payload), and
 #                falsepositives-1 (any symbol there is a false positive);
 #   degraded set scripts/fixtures/degraded-barcodes.py (generated once per machine): 610
 #                symbols in 570 images, 200 barcode-free images; symbols counted one by one,
-#                "wrong" are readings of a barcode image that match none of its symbols.
-# For each: every effort of scan (fast, balanced = the default, thorough) and zbarimg, one
-# process for the whole batch each (scan with its default --jobs, the cores available),
-# wall and CPU time (median of SCAN_BENCH_RUNS runs, thorough once), and wall ratios.
+#                "wrong" are readings of a barcode image that match none of its symbols;
+#   rotated set  scripts/fixtures/rotated-barcodes.py (generated once per machine): every
+#                dev corpus image turned by 90, 180, 270 degrees and one odd angle (8-82
+#                degrees), expected payloads carried over, counted as the dev corpus is.
+# For each: every effort of scan (fast, balanced = the default, thorough; SCAN_BENCH_EFFORTS
+# names fewer) and zbarimg, one process for the whole batch each (scan with its default
+# --jobs, the cores available), wall and CPU time (median of SCAN_BENCH_RUNS runs, thorough
+# once), and wall ratios; SCAN_BENCH_SETS names fewer sets (dev, degraded, rotated).
 # $1: the release bin path (make bench passes it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,17 +23,21 @@ runs=${SCAN_BENCH_RUNS:-3}
 if [[ ! -x "$bin/scan" ]]; then echo "error: $bin/scan not built" >&2; exit 1; fi
 if ! command -v zbarimg >/dev/null; then echo "error: zbarimg not installed (zbar-tools)" >&2; exit 1; fi
 if [[ ! -d "$corpus" ]]; then echo "error: no corpus at $corpus" >&2; exit 1; fi
-degraded=$(python3 scripts/fixtures/degraded-barcodes.py)
+sets=${SCAN_BENCH_SETS:-dev degraded rotated}
+degraded=$([[ $sets == *degraded* ]] && python3 scripts/fixtures/degraded-barcodes.py || echo -)
+rotated=$([[ $sets == *rotated* ]] && python3 scripts/fixtures/rotated-barcodes.py || echo -)
 
-python3 - "$bin/scan" "$corpus" "$degraded" "$runs" <<'PY'
+python3 - "$bin/scan" "$corpus" "$degraded" "$rotated" "$runs" "$sets" \
+    "${SCAN_BENCH_EFFORTS:-fast balanced thorough}" <<'PY'
 import base64, json, os, resource, statistics, subprocess, sys, time
 import xml.etree.ElementTree as ET
 
-scan, corpus, degraded, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+scan, corpus, degraded, rotated, runs = sys.argv[1:5] + [int(sys.argv[5])]
+sets, efforts = sys.argv[6].split(), sys.argv[7].split()
 exts = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".tif", ".tiff", ".bmp", ".pgm", ".ppm"}
 
 # Each set: images, and per image the payloads wanted (bytes) and whether it has no code.
-def dev_set():
+def dev_set(corpus=corpus):
     images, wanted, empty = [], {}, set()
     for family in sorted(os.listdir(corpus)):
         d = os.path.join(corpus, family)
@@ -115,9 +123,11 @@ def timed(cmd, n):
 
 print(f"scan vs zbarimg: one process per tool for each whole set, {os.cpu_count()} cores; "
       f"load average {os.getloadavg()[0]:.2f} before timing (wall times need idle cores)")
-for label, (images, wanted, empty), per_image in [
-    ("dev corpus", dev_set(), True), ("degraded set", degraded_set(), False),
-]:
+chosen = {"dev": ("dev corpus", dev_set, True), "degraded": ("degraded set", degraded_set, False),
+          "rotated": ("rotated set", lambda: dev_set(rotated), True)}
+for label, make, per_image in [chosen[name] for name in ("dev", "degraded", "rotated")
+                               if name in sets]:
+    images, wanted, empty = make()
     unit = "images" if per_image else "symbols"
     total = len(wanted) if per_image else sum(len(w) for w in wanted.values())
     print(f"\n{label}: {len(images)} images, {total} {'with an expected payload' if per_image else 'symbols'}, "
@@ -130,10 +140,18 @@ for label, (images, wanted, empty), per_image in [
     zt, zc = timed(["zbarimg", "-q", *images], runs)
     shown = (lambda w: "-") if per_image else (lambda w: w)
     print(f"{'zbarimg':<24}{f'{zh}/{total}':>14}{zf:>11}{shown(zw):>7}{zt:>9.2f}{zc:>8.2f}{'':>19}")
-    for effort in ("fast", "balanced", "thorough"):
-        h, f, w = score(run_scan(images, effort), wanted, empty, per_image)
+    for effort in efforts:
+        found = run_scan(images, effort)
+        h, f, w = score(found, wanted, empty, per_image)
         t, c = timed([scan, "--quiet", "--effort", effort, *images], 1 if effort == "thorough" else runs)
         name = f"scan --effort {effort}" + (" *" if effort == "balanced" else "")
         print(f"{name:<24}{f'{h}/{total}':>14}{f:>11}{shown(w):>7}{t:>9.2f}{c:>8.2f}{zt / t:>18.2f}x")
+        if label == "rotated set":  # right angles and the odd angle apart
+            parts = []
+            for part, keep in (("90/180/270", lambda p: p[-7:-4] in ("090", "180", "270")),
+                               ("odd angle", lambda p: p[-7:-4] not in ("090", "180", "270"))):
+                sub = {p: v for p, v in wanted.items() if keep(p)}
+                parts.append(f"{part} {score(found, sub, set(), True)[0]}/{len(sub)}")
+            print(f"{'':<24}  ({', '.join(parts)})")
 print("\n* the default. Ratios >= 1 mean scan took no longer than zbarimg.")
 PY

@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(path: "../Plumbing"),
+        // The tests' child processes (swift-subprocess): a test dependency only.
+        .package(path: "../ChildProcesses"),
         // Tests only: the small test server on real sockets (plain Hummingbird; the port is
         // learned from onServerRunning, so HummingbirdTesting and its HTTP client stay out).
         .package(
@@ -52,6 +54,9 @@ let package = Package(
             name: "AuthTests",
             dependencies: [
                 "Auth",
+                // Started as a second process by the cross-process tests.
+                "AuthPeer",
+                .product(name: "ChildProcesses", package: "ChildProcesses"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),

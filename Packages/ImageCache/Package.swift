@@ -23,6 +23,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(path: "../Plumbing"),
+        // The tests' child processes (swift-subprocess): a test dependency only.
+        .package(path: "../ChildProcesses"),
         // Tests only: unsigned downloads through the suite's one URLSession bridge.
         .package(path: "../Auth"),
     ],
@@ -44,6 +46,9 @@ let package = Package(
             name: "ImageCacheTests",
             dependencies: [
                 "ImageCache",
+                // Started as second processes by the multi-process tests.
+                "ImageCacheStressTool",
+                .product(name: "ChildProcesses", package: "ChildProcesses"),
                 .product(name: "Auth", package: "Auth"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Plumbing", package: "Plumbing"),

@@ -19,6 +19,10 @@ let package = Package(
         // For C code that includes <png.h> itself (Scanner's decoders).
         .library(name: "CPNG", targets: ["CPNG"]),
     ],
+    dependencies: [
+        // The tests' child processes (swift-subprocess): a test dependency only.
+        .package(path: "../ChildProcesses")
+    ],
     targets: [
         .systemLibrary(
             name: "CPNG",
@@ -26,6 +30,10 @@ let package = Package(
             providers: [.apt(["libpng-dev"])]
         ),
         .target(name: "PNG", dependencies: ["CPNG"], swiftSettings: swiftSettings),
-        .testTarget(name: "PNGTests", dependencies: ["PNG"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PNGTests",
+            dependencies: ["PNG", .product(name: "ChildProcesses", package: "ChildProcesses")],
+            swiftSettings: swiftSettings
+        ),
     ]
 )

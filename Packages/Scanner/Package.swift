@@ -134,7 +134,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ScannerTests",
-            dependencies: ["Scanner", "ScannerBarcodes", "ScannerText"],
+            dependencies: ["Scanner", "ScannerBarcodes", "ScannerImages", "ScannerText"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -20,6 +20,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(path: "../Plumbing"),
+        // The tests' child processes (swift-subprocess): a test dependency only.
+        .package(path: "../ChildProcesses"),
     ],
     targets: [
         .target(
@@ -43,6 +45,9 @@ let package = Package(
             name: "SharedDefaultsTests",
             dependencies: [
                 "SharedDefaults",
+                // Started as second processes by the multi-process tests.
+                "SharedDefaultsStressTool",
+                .product(name: "ChildProcesses", package: "ChildProcesses"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Plumbing", package: "Plumbing"),
             ],

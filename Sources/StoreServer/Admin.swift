@@ -5,7 +5,8 @@ public import Models
 internal import NIOPosix
 internal import SQLKit
 
-/// The administration commands' logic (users, configuration, demo data) on one database.
+/// The administration commands' logic (users, their roles and stores, configuration, demo
+/// data) on one database.
 public final class StoreAdmin: Sendable {
     /// The database (migrated).
     public let database: StoreDatabase
@@ -42,12 +43,16 @@ public final class StoreAdmin: Sendable {
 
     // MARK: Users
 
-    /// Adds an associate; throws `UserError` naming the user when the name is taken or bad.
+    /// Adds a user with a role and stores (ids or short names; the first is the home store;
+    /// `homeStoreID` alone makes a one-store associate); throws `UserError` naming the user
+    /// when the name is taken or bad, or a store that does not exist.
     public func addUser(
         _ username: String,
         password: String,
         displayName: String? = nil,
-        homeStoreID: UUID? = nil
+        homeStoreID: UUID? = nil,
+        role: Role = .associate,
+        stores: [String] = []
     ) async throws -> Associate {
         guard Associate.isValidUsername(username) else {
             throw UserError(
@@ -57,21 +62,18 @@ public final class StoreAdmin: Sendable {
             )
         }
         try Self.checkPassword(password, username: username)
+        let storeIDs = try await resolve(stores + (homeStoreID.map { [$0.uuidString] } ?? []))
         let associate: Associate
         do {
             associate = try Associate(
                 username: username,
                 displayName: displayName ?? username,
-                homeStoreID: homeStoreID
+                homeStoreID: storeIDs.first,
+                role: role,
+                storeIDs: storeIDs
             )
         } catch {
             throw UserError(code: .invalidName, message: "display name: \(error.reason)")
-        }
-        if let homeStoreID, try await Repository(database: database).store(id: homeStoreID) == nil {
-            throw UserError(
-                code: .notFound,
-                message: "store \(homeStoreID.uuidString) does not exist"
-            )
         }
         let hash = try await hash(password)
         guard
@@ -84,6 +86,46 @@ public final class StoreAdmin: Sendable {
             throw UserError(code: .exists, message: "user \(username) already exists")
         }
         return associate
+    }
+
+    /// Changes a user's role and stores (ids or short names; the first is the home store); the
+    /// change applies to the user's next request, without a new sign-in.
+    public func setAccess(_ username: String, role: Role, stores: [String]) async throws
+        -> Associate
+    {
+        let storeIDs = try await resolve(stores)
+        guard
+            try await UserRepository(database: database).setAccess(
+                username,
+                role: role,
+                stores: storeIDs,
+                now: Date()
+            ), let user = try await UserRepository(database: database).user(username)
+        else {
+            throw UserError(code: .notFound, message: "user \(username.prefix(64)) does not exist")
+        }
+        return user.associate
+    }
+
+    /// Store ids for ids or short names, in order, without repeats.
+    private func resolve(_ references: [String]) async throws -> [UUID] {
+        var ids: [UUID] = []
+        for reference in references {
+            guard
+                let store = try await Repository(database: database).store(
+                    reference: reference,
+                    scope: .everyStore
+                )
+            else {
+                throw UserError(
+                    code: .notFound,
+                    message:
+                        "store '\(reference.prefix(64))' does not exist (give its id or short name)"
+                )
+            }
+            if !ids.contains(store.id) { ids.append(store.id) }
+        }
+        return ids
     }
 
     /// Every associate, by name.

@@ -16,6 +16,8 @@ final class ServerContext: Sendable {
     let config: ConfigService
     let idempotency: IdempotencyStore
     let gate: AuthGate
+    let users: UserRepository
+    let limiter: SignInLimiter
     let logger: Logger
     let reservations: ReservationService
     let customers: CustomerService
@@ -30,6 +32,8 @@ final class ServerContext: Sendable {
         repository = Repository(database: database)
         config = ConfigService(database: database)
         idempotency = IdempotencyStore(database: database)
+        users = UserRepository(database: database)
+        limiter = SignInLimiter(database: database)
         gate = AuthGate(
             database: database,
             accessTokenTTL: configuration.accessTokenTTL,
@@ -47,8 +51,9 @@ final class ServerContext: Sendable {
         )
         catalog = CatalogService(repository: repository)
         signIn = SignInService(
-            users: UserRepository(database: database),
-            limiter: SignInLimiter(database: database),
+            users: users,
+            limiter: limiter,
+            hashing: LoadLimiter(limits: configuration.signInHashing),
             hasher: makePasswordHasher(iterations: configuration.passwordIterations),
             gate: gate,
             logger: logger
@@ -60,10 +65,20 @@ final class ServerContext: Sendable {
     /// resource on public, signed and idempotent route groups. Returns the routes it added.
     func makeRouter() -> (Router<StoreRequestContext>, [RegisteredRoute]) {
         let router = Router(context: StoreRequestContext.self)
-        router.add(middleware: AccessLogMiddleware())
-        router.add(middleware: ProblemMiddleware())
+        router.add(middleware: AccessLogMiddleware(proxies: configuration.trustedProxies))
+        router.add(middleware: ProblemMiddleware(database: database))
+        router.add(middleware: QueryTextMiddleware())
         let log = RouteLog()
-        let routes = RouteGroups(router: router, log: log, gate: gate, idempotency: idempotency)
+        let repository = self.repository
+        let routes = RouteGroups(
+            router: router,
+            log: log,
+            gate: gate,
+            users: users,
+            idempotency: IdempotencyMiddleware(store: idempotency) { path, caller in
+                try await repository.isVisible(path, scope: caller.scope)
+            }
+        )
         HealthController(database: database, metrics: configuration.metrics).addRoutes(to: routes)
         ClientConfigurationController(service: clientConfiguration).addRoutes(to: routes)
         AuthController(service: signIn).addRoutes(to: routes)
@@ -91,9 +106,30 @@ public func prepareDatabase(
     maxConnections: Int = 4,
     logger: Logger
 ) async throws -> StoreDatabase {
+    try await prepareDatabase(
+        location,
+        demoData: demoData,
+        passwordIterations: passwordIterations,
+        maxConnections: maxConnections,
+        faults: nil,
+        logger: logger
+    )
+}
+
+/// ``prepareDatabase(_:demoData:passwordIterations:maxConnections:logger:)`` with faults a test
+/// injects into every statement.
+func prepareDatabase(
+    _ location: DatabaseLocation,
+    demoData: Bool,
+    passwordIterations: Int,
+    maxConnections: Int,
+    faults: InjectedFaults?,
+    logger: Logger
+) async throws -> StoreDatabase {
     let database = try StoreDatabase(
         location: location,
         maxConnections: maxConnections,
+        faults: faults,
         logger: logger
     )
     do {
@@ -146,6 +182,7 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
         demoData: configuration.demoData,
         passwordIterations: configuration.passwordIterations,
         maxConnections: configuration.databaseConnections,
+        faults: configuration.faults,
         logger: logger
     )
     let context = ServerContext(configuration: configuration, database: database, logger: logger)
@@ -160,6 +197,12 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
     }
     var application = Application(
         router: router,
+        server: .http1(
+            configuration: .init(
+                additionalChannelHandlers: [HTTPEdgeHandler()],
+                idleTimeout: TimeAmount(configuration.idleTimeout)
+            )
+        ),
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port),
             serverName: nil
@@ -207,6 +250,7 @@ struct Housekeeping: Service {
                 let now = Date()
                 try await context.gate.purge(now: now)
                 try await context.idempotency.purge(olderThan: now - 86_400)
+                try await context.limiter.purge(now: now)
             } catch {
                 context.logger.warning("housekeeping failed", metadata: ["error": "\(error)"])
             }

@@ -21,6 +21,10 @@ public struct StoreServerConfiguration: Sendable {
     public var signatureWindow: Int64 = 300
     /// Connections per event loop to PostgreSQL.
     public var databaseConnections = 4
+    /// How long a connection may stay silent (between requests, and while a request's head or
+    /// body is being read) before it is closed: a client that stalls half-way through a body
+    /// is cut off after this.
+    public var idleTimeout: Duration = .seconds(30)
     /// How long a graceful stop waits for the requests in flight before it closes what is left.
     public var drainTimeout: Duration = .seconds(10)
     /// The registry the executable routed swift-metrics to, rendered by `GET /metrics`; nil
@@ -31,6 +35,12 @@ public struct StoreServerConfiguration: Sendable {
     public var notifier: SystemdNotifier?
     /// Called once the server listens, with the address it bound (`--port 0`).
     public var onListening: (@Sendable (String, Int) -> Void)?
+    /// The proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed.
+    public var trustedProxies = TrustedProxies()
+    /// Password checks at once: in all, per user name and per client address.
+    public var signInHashing = LoadLimiter.Limits(total: 8, perKey: ["user": 2, "address": 4])
+    /// Faults a test injects into the database's statements (never set outside tests).
+    var faults: InjectedFaults?
 
     /// The defaults: `127.0.0.1:8080`, `$SHOPFLOOR_HOME/server/store.sqlite`.
     public init() {}

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Models
 import Testing
@@ -11,69 +12,31 @@ import Testing
 // uses between its namespaces (Benchmarks/network/delay_relay.py); a dead network is a
 // listening socket whose accept queue is full (SYNs go unanswered).
 
-/// A command run bounded in time: killed (and reported) if it outlives `timeout`.
-struct BoundedRun {
-    var run: CommandRun
-    var seconds: Double
-    var timedOut: Bool
-}
-
 extension Workstation {
-    /// Runs `reservations` (or `app`) with this home, killing it after `timeout` seconds.
+    /// Runs `reservations` (or `app`) with this home, killing it after `timeout` seconds
+    /// (the outcome says so: ``ProcessOutcome/timedOut``, and how long it ran).
     func bounded(
         _ arguments: [String],
         app: String = "reservations",
         stdin: Data? = nil,
         timeout: Double = 60
-    ) throws -> BoundedRun {
-        let started = Date()
-        let (process, out, err) = try CommandRunner.start(
+    ) async throws -> ProcessOutcome {
+        try await CommandRunner.run(
             CommandRunner.builtBinary(app),
             arguments,
             environment: environment,
-            stdin: stdin
-        )
-        let outData = Mutexed<Data>(Data())
-        let errData = Mutexed<Data>(Data())
-        let read = DispatchGroup()
-        for (pipe, data) in [(out, outData), (err, errData)] {
-            read.enter()
-            Thread {
-                data.value = pipe.fileHandleForReading.readDataToEndOfFile()
-                read.leave()
-            }.start()
-        }
-        let exited = DispatchSemaphore(value: 0)
-        Thread {
-            process.waitUntilExit()
-            exited.signal()
-        }.start()
-        var timedOut = false
-        if exited.wait(timeout: .now() + timeout) == .timedOut {
-            timedOut = true
-            kill(process.processIdentifier, SIGKILL)
-            exited.wait()
-        }
-        let seconds = Date().timeIntervalSince(started)
-        read.wait()
-        return BoundedRun(
-            run: CommandRun(
-                status: process.terminationStatus,
-                stdout: String(decoding: outData.value, as: UTF8.self),
-                stderr: String(decoding: errData.value, as: UTF8.self)
-            ),
-            seconds: seconds,
-            timedOut: timedOut
+            stdin: stdin,
+            timeout: timeout
         )
     }
 
     /// Signs in through `url` (a relay or the server).
-    func login(url: String) throws {
-        let run = try bounded(
+    func login(url: String) async throws {
+        let run = try await bounded(
             ["login", "--server", url, "--user", "demo", "--password-stdin"],
             stdin: Data("shopfloor-demo\n".utf8)
         )
-        #expect(run.run.status == 0, "login through \(url): \(run.run.stderr)")
+        #expect(run.status == 0, "login through \(url): \(run.stderr)")
     }
 }
 
@@ -86,23 +49,6 @@ func fileLocks(of pid: Int32) throws -> [String] {
         let pidField = fields.firstIndex { $0 == "READ" || $0 == "WRITE" }.map { $0 + 1 }
         return pidField.map { $0 < fields.count && fields[$0] == "\(pid)" } ?? false
     }
-}
-
-/// Waits until the child process `pid` is stopped by a signal (`waitid` with `WSTOPPED`,
-/// without reaping it): true when it is, false when it exited or `timeout` passed first.
-func waitUntilStopped(_ pid: Int32, timeout: Double = 10) -> Bool {
-    let stopped = Mutexed<Bool>(false)
-    let done = DispatchSemaphore(value: 0)
-    Thread {
-        var info = siginfo_t()
-        var result: Int32
-        repeat {
-            result = waitid(P_PID, id_t(pid), &info, WSTOPPED | WEXITED | WNOWAIT)
-        } while result != 0 && errno == EINTR
-        stopped.value = result == 0 && info.si_code == CLD_STOPPED
-        done.signal()
-    }.start()
-    return done.wait(timeout: .now() + timeout) == .success && stopped.value
 }
 
 /// Lines of the server's log that record a status change of `id` to `status`.
@@ -119,20 +65,25 @@ struct OwnServer {
     let directory: URL
     let server: StoreServerProcess
 
-    init(_ name: String) throws {
+    init(_ name: String) async throws {
         directory = try CommandRunner.temporaryDirectory(prefix: name)
-        server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
     }
 
+    /// Stops the server (without waiting: a `defer` cannot) and removes its files.
     func remove() {
-        server.stop()
+        server.terminate()
         try? FileManager.default.removeItem(at: directory)
     }
 }
 
 /// `count` different confirmed reservations at stores where check-in is on.
-func confirmedReservations(_ station: Workstation, count: Int) throws -> [ReservationDetail] {
-    let run = try station.run(["search", "a", "--status", "confirmed", "--limit", "200", "--json"])
+func confirmedReservations(_ station: Workstation, count: Int) async throws -> [ReservationDetail] {
+    let run = try await station.run([
+        "search", "a", "--status", "confirmed", "--limit", "200", "--json",
+    ])
     #expect(run.status == 0, "search: \(run.stderr)")
     let usable = try decode(Page<ReservationDetail>.self, run).items.filter {
         ![DemoStores.perth, DemoStores.sydney].contains($0.reservation.storeID)
@@ -150,53 +101,53 @@ enum SlowLink: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 }
 
-@Suite("reservations on slow, lost and dead links", .serialized, .ownThreads)
+@Suite("reservations on slow, lost and dead links", .serialized)
 struct AdverseNetworkTests {
     @Test(
         "Every reservations flow succeeds over a 3G or Edge link: no timeout cuts a slow answer short",
         arguments: SlowLink.allCases
     )
-    func slowLinks(_ profile: SlowLink) throws {
-        let own = try OwnServer("slow-\(profile.rawValue)")
+    func slowLinks(_ profile: SlowLink) async throws {
+        let own = try await OwnServer("slow-\(profile.rawValue)")
         defer { own.remove() }
-        let relay = try DelayRelay(to: own.server.port, link: profile.link)
-        defer { relay.stop() }
+        let relay = try await DelayRelay(to: own.server.port, link: profile.link)
+        defer { relay.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         let oneWay = profile.link.delayMilliseconds / 1000
 
-        let login = try station.bounded(
+        let login = try await station.bounded(
             ["login", "--server", relay.url, "--user", "demo", "--password-stdin"],
             stdin: Data("shopfloor-demo\n".utf8)
         )
-        #expect(login.run.status == 0, "login: \(login.run.stderr)")
-        let found = try confirmedReservation(station)
-        let listed = try station.bounded(["list", "--date", "today", "--json"])
-        #expect(listed.run.status == 0, "list: \(listed.run.stderr)")
-        let searched = try station.bounded(["search", found.customer.familyName, "--json"])
-        #expect(searched.run.status == 0, "search: \(searched.run.stderr)")
+        #expect(login.status == 0, "login: \(login.stderr)")
+        let found = try await confirmedReservation(station)
+        let listed = try await station.bounded(["list", "--date", "today", "--json"])
+        #expect(listed.status == 0, "list: \(listed.stderr)")
+        let searched = try await station.bounded(["search", found.customer.familyName, "--json"])
+        #expect(searched.status == 0, "search: \(searched.stderr)")
         #expect(
-            try decode(Page<ReservationDetail>.self, searched.run).items.contains {
+            try decode(Page<ReservationDetail>.self, searched).items.contains {
                 $0.id == found.id
             }
         )
-        let shown = try station.bounded(
+        let shown = try await station.bounded(
             ["show", found.reservation.confirmationCode.description, "--json"]
         )
-        #expect(shown.run.status == 0, "show: \(shown.run.stderr)")
-        #expect(!shown.run.stderr.contains("offline"))
+        #expect(shown.status == 0, "show: \(shown.stderr)")
+        #expect(!shown.stderr.contains("offline"))
         // A new connection's handshake and the request each cost a round trip.
         #expect(shown.seconds >= 4 * oneWay, "show took \(shown.seconds) s: not through the link")
-        let checkedIn = try station.bounded(
+        let checkedIn = try await station.bounded(
             ["check-in", found.reservation.confirmationCode.description, "--json"]
         )
-        #expect(checkedIn.run.status == 0, "check-in: \(checkedIn.run.stderr)")
-        #expect(try decode(ReservationDetail.self, checkedIn.run).reservation.status == .checkedIn)
+        #expect(checkedIn.status == 0, "check-in: \(checkedIn.stderr)")
+        #expect(try decode(ReservationDetail.self, checkedIn).reservation.status == .checkedIn)
         if profile == .edge {
             // Sign-in is several round trips: on Edge it outlasts the connect timeout.
             #expect(login.seconds > 2, "login took \(login.seconds) s")
         }
-        let counts = relay.stop()
+        let counts = await relay.stop()
         #expect(((counts["requests"] as? [String: Int])?["GET"] ?? 0) >= 4)
     }
 
@@ -204,33 +155,33 @@ struct AdverseNetworkTests {
         "catalog search and show with its image succeed over a 3G or Edge link",
         arguments: SlowLink.allCases
     )
-    func catalogOnSlowLinks(_ profile: SlowLink) throws {
-        let own = try OwnServer("catalog-slow-\(profile.rawValue)")
+    func catalogOnSlowLinks(_ profile: SlowLink) async throws {
+        let own = try await OwnServer("catalog-slow-\(profile.rawValue)")
         defer { own.remove() }
-        let relay = try DelayRelay(to: own.server.port, link: profile.link)
-        defer { relay.stop() }
+        let relay = try await DelayRelay(to: own.server.port, link: profile.link)
+        defer { relay.terminate() }
         let station = try Workstation()
         defer { station.remove() }
-        let login = try station.bounded(
+        let login = try await station.bounded(
             ["login", "--server", relay.url, "--user", "demo", "--password-stdin"],
             app: "catalog",
             stdin: Data("shopfloor-demo\n".utf8)
         )
-        try #require(login.run.status == 0, "login: \(login.run.stderr)")
-        let searched = try station.bounded(
+        try #require(login.status == 0, "login: \(login.stderr)")
+        let searched = try await station.bounded(
             ["search", "e", "--limit", "5", "--json"],
             app: "catalog"
         )
-        try #require(searched.run.status == 0, "search: \(searched.run.stderr)")
-        let product = try #require(try decode(Page<Product>.self, searched.run).items.first)
+        try #require(searched.status == 0, "search: \(searched.stderr)")
+        let product = try #require(try decode(Page<Product>.self, searched).items.first)
         let image = station.home.appendingPathComponent("image.png")
-        let shown = try station.bounded(
+        let shown = try await station.bounded(
             ["show", product.gtin.gtin14, "--json", "--image-save", image.path],
             app: "catalog"
         )
-        #expect(shown.run.status == 0, "show: \(shown.run.stderr)")
-        #expect(!shown.run.stderr.contains("offline"), "\(shown.run.stderr)")
-        #expect(try decode(Product.self, shown.run).gtin == product.gtin)
+        #expect(shown.status == 0, "show: \(shown.stderr)")
+        #expect(!shown.stderr.contains("offline"), "\(shown.stderr)")
+        #expect(try decode(Product.self, shown).gtin == product.gtin)
         // The whole PNG crossed the link: its signature and more than a header.
         let bytes = try Data(contentsOf: image)
         #expect(bytes.count > 100 && bytes.prefix(8) == Data([137, 80, 78, 71, 13, 10, 26, 10]))
@@ -242,77 +193,77 @@ struct AdverseNetworkTests {
     @Test(
         "An answer slower than the connect timeout still arrives; only the deadline ends a wait, and then kept data answers"
     )
-    func slowerThanConnectTimeout() throws {
-        let own = try OwnServer("slower")
+    func slowerThanConnectTimeout() async throws {
+        let own = try await OwnServer("slower")
         defer { own.remove() }
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(own.server)
-        let found = try confirmedReservation(station)
+        try await station.login(own.server)
+        let found = try await confirmedReservation(station)
         let code = found.reservation.confirmationCode.description
         // 1.1 s each way: every answer takes longer than the 2 s connect timeout (a request
         // on a new connection 4.4 s, with its handshake).
-        let relay = try DelayRelay(to: own.server.port, link: .init(delayMilliseconds: 1_100))
-        defer { relay.stop() }
+        let relay = try await DelayRelay(to: own.server.port, link: .init(delayMilliseconds: 1_100))
+        defer { relay.terminate() }
         let slow = try Workstation()
         defer { slow.remove() }
-        let login = try slow.bounded(
+        let login = try await slow.bounded(
             ["login", "--server", relay.url, "--user", "demo", "--password-stdin"],
             stdin: Data("shopfloor-demo\n".utf8)
         )
-        #expect(login.run.status == 0, "login: \(login.run.stderr)")
+        #expect(login.status == 0, "login: \(login.stderr)")
         #expect(login.seconds > 4, "login took \(login.seconds) s")
 
-        let cut = try slow.bounded(["show", code, "--deadline", "2"])
-        #expect(cut.run.status == 6, "\(cut.run.stderr)")
+        let cut = try await slow.bounded(["show", code, "--deadline", "2"])
+        #expect(cut.status == 6, "\(cut.stderr)")
         #expect(cut.seconds < 3, "took \(cut.seconds) s")
-        let shown = try slow.bounded(["show", code, "--json"])
-        #expect(shown.run.status == 0, "\(shown.run.stderr)")
-        #expect(!shown.run.stderr.contains("offline"))
+        let shown = try await slow.bounded(["show", code, "--json"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(!shown.stderr.contains("offline"))
         #expect(shown.seconds > 3, "took \(shown.seconds) s")
-        #expect(try decode(ReservationDetail.self, shown.run).id == found.id)
-        let kept = try slow.bounded(["show", code, "--deadline", "2", "--json"])
-        #expect(kept.run.status == 0, "\(kept.run.stderr)")
-        #expect(kept.run.stderr.contains("offline"))
-        #expect(try decode(ReservationDetail.self, kept.run).id == found.id)
+        #expect(try decode(ReservationDetail.self, shown).id == found.id)
+        let kept = try await slow.bounded(["show", code, "--deadline", "2", "--json"])
+        #expect(kept.status == 0, "\(kept.stderr)")
+        #expect(kept.stderr.contains("offline"))
+        #expect(try decode(ReservationDetail.self, kept).id == found.id)
         #expect(kept.seconds < 3, "took \(kept.seconds) s")
     }
 
     @Test("A check-in whose answer is lost is retried with its Idempotency-Key and applied once")
-    func lostAnswerAppliedOnce() throws {
-        let own = try OwnServer("lost-answer")
+    func lostAnswerAppliedOnce() async throws {
+        let own = try await OwnServer("lost-answer")
         defer { own.remove() }
-        let relay = try DelayRelay(
+        let relay = try await DelayRelay(
             to: own.server.port,
             link: .init(delayMilliseconds: 20),
             loseAnswers: 1,
             loseMatch: "POST /v1/reservations/"
         )
-        defer { relay.stop() }
+        defer { relay.terminate() }
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(url: relay.url)
-        let found = try confirmedReservation(station)
+        try await station.login(url: relay.url)
+        let found = try await confirmedReservation(station)
         #expect(try statusChanges(own.server, id: found.id, to: "checkedIn") == 0)
 
-        let checkIn = try station.bounded(["check-in", found.id.uuidString, "--json"])
-        #expect(checkIn.run.status == 0, "\(checkIn.run.stderr)")
-        let detail = try decode(ReservationDetail.self, checkIn.run)
+        let checkIn = try await station.bounded(["check-in", found.id.uuidString, "--json"])
+        #expect(checkIn.status == 0, "\(checkIn.stderr)")
+        let detail = try decode(ReservationDetail.self, checkIn)
         #expect(detail.reservation.status == .checkedIn)
         #expect(detail.reservation.version == found.reservation.version + 1)
-        #expect(!checkIn.run.stderr.contains("already"), "\(checkIn.run.stderr)")
+        #expect(!checkIn.stderr.contains("already"), "\(checkIn.stderr)")
 
-        let counts = relay.stop()
+        let counts = await relay.stop()
         #expect(counts["answersLost"] as? Int == 1)
         #expect((counts["requests"] as? [String: Int])?["POST"] ?? 0 >= 2, "\(counts)")
         // The server's own record: one change, one version step.
         #expect(try statusChanges(own.server, id: found.id, to: "checkedIn") == 1)
         let direct = try Workstation()
         defer { direct.remove() }
-        try direct.login(own.server)
+        try await direct.login(own.server)
         let after = try decode(
             ReservationDetail.self,
-            try direct.run(["show", found.id.uuidString, "--json"])
+            try await direct.run(["show", found.id.uuidString, "--json"])
         )
         #expect(after.reservation.version == found.reservation.version + 1)
         #expect(after.reservation.status == .checkedIn)
@@ -321,13 +272,13 @@ struct AdverseNetworkTests {
     @Test(
         "On a dead network every reservations command ends within the connect timeout + 1 s, offline, with kept data where there is some"
     )
-    func everyCommandOnDeadNetwork() throws {
-        let own = try OwnServer("dead-all")
+    func everyCommandOnDeadNetwork() async throws {
+        let own = try await OwnServer("dead-all")
         defer { try? FileManager.default.removeItem(at: own.directory) }
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(own.server)
-        let found = try confirmedReservation(station)
+        try await station.login(own.server)
+        let found = try await confirmedReservation(station)
         let id = found.id.uuidString
         let code = found.reservation.confirmationCode.description
         let store = found.reservation.storeID.uuidString
@@ -335,12 +286,12 @@ struct AdverseNetworkTests {
             ["list", "--date", "today", "--json"], ["search", found.customer.familyName, "--json"],
             ["show", code, "--json"], ["config", "--json"],
         ] {
-            let run = try station.run(warm)
+            let run = try await station.run(warm)
             #expect(run.status == 0, "\(warm): \(run.stderr)")
         }
         let port = own.server.port
-        own.server.stop()
-        let blackHole = try BlackHole(port: port)
+        await own.server.stop()
+        let blackHole = try await BlackHole(port: port)
         defer { blackHole.close() }
 
         // (arguments, stdin, the exit codes that are right: 0 with kept data, else 6)
@@ -368,20 +319,20 @@ struct AdverseNetworkTests {
             (["logout"], nil, [0]),
         ]
         for (arguments, stdin, expected) in commands {
-            let result = try station.bounded(
+            let result = try await station.bounded(
                 arguments,
                 stdin: stdin.map { Data($0.utf8) },
                 timeout: 30
             )
             #expect(
-                expected.contains(result.run.status),
-                "\(arguments.joined(separator: " ")): exit \(result.run.status): \(result.run.stderr)"
+                expected.contains(result.status),
+                "\(arguments.joined(separator: " ")): exit \(result.status): \(result.stderr)"
             )
             #expect(
                 result.seconds < 3,
                 "\(arguments.joined(separator: " ")) took \(result.seconds) s"
             )
-            let said = result.run.stderr
+            let said = result.stderr
             #expect(
                 said.contains("cannot be reached") || said.contains("offline")
                     || said.contains("could not be told"),
@@ -391,152 +342,150 @@ struct AdverseNetworkTests {
     }
 }
 
-@Suite("No lock across a network wait, user input or a stop; clean interrupts", .serialized, .ownThreads)
+@Suite("No lock across a network wait, user input or a stop; clean interrupts", .serialized)
 struct StoppedAndInterruptedTests {
     @Test(
         "A client stopped (SIGTSTP) mid-request or at a prompt holds no lock: other clients and suite-defaults carry on"
     )
-    func stoppedClientHoldsNoLock() throws {
-        let own = try OwnServer("stopped")
+    func stoppedClientHoldsNoLock() async throws {
+        let own = try await OwnServer("stopped")
         defer { own.remove() }
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(own.server)
-        let two = try confirmedReservations(station, count: 2)
+        try await station.login(own.server)
+        let two = try await confirmedReservations(station, count: 2)
         let (first, second) = (two[0], two[1])
-        let relay = try DelayRelay(
+        let relay = try await DelayRelay(
             to: own.server.port,
             hold: ["GET /v1/reservations/\(first.id.uuidString)"]
         )
-        defer { relay.stop() }
-        try station.login(url: relay.url)
+        defer { relay.terminate() }
+        try await station.login(url: relay.url)
 
         // One client waits on the network, another at a password prompt (stdin left open).
-        let (waiting, _, _) = try CommandRunner.start(
+        let waiting = try await CommandRunner.start(
             CommandRunner.builtBinary("reservations"),
             ["show", first.id.uuidString, "--json"],
             environment: station.environment
         )
-        try relay.waitFor("held GET /v1/reservations/\(first.id.uuidString)")
-        let input = Pipe()
-        let prompting = Process()
-        prompting.executableURL = CommandRunner.builtBinary("reservations")
-        prompting.arguments = ["login", "--user", "demo", "--password-stdin"]
-        prompting.environment = station.environment
-        prompting.standardInput = input
-        prompting.standardOutput = FileHandle.nullDevice
-        prompting.standardError = FileHandle.nullDevice
-        try CommandRunner.launch(prompting)
-        defer {
-            for process in [waiting, prompting] where process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
+        try await relay.waitFor("held GET /v1/reservations/\(first.id.uuidString)")
+        let prompting = try await ChildProcess.start(
+            CommandRunner.builtBinary("reservations"),
+            ["login", "--user", "demo", "--password-stdin"],
+            environment: station.environment,
+            stdin: .writer,
+            stdout: .discarded,
+            stderr: .discarded
+        )
+        // Released (at the latest) at the end of the test: a child still running is killed.
         for process in [waiting, prompting] {
-            kill(process.processIdentifier, SIGTSTP)
+            process.signal(SIGTSTP)
         }
         for process in [waiting, prompting] {
             #expect(
-                waitUntilStopped(process.processIdentifier),
+                await process.waitUntilStopped(),
                 "process \(process.processIdentifier) is not stopped"
             )
             #expect(try fileLocks(of: process.processIdentifier).isEmpty)
         }
 
         // Meanwhile, in the same suite container:
-        let shown = try station.bounded(["show", second.id.uuidString, "--json"], timeout: 20)
-        #expect(!shown.timedOut && shown.run.status == 0, "show: \(shown.run.stderr)")
-        let checkedIn = try station.bounded(
+        let shown = try await station.bounded(
+            ["show", second.id.uuidString, "--json"],
+            timeout: 20
+        )
+        #expect(!shown.timedOut && shown.status == 0, "show: \(shown.stderr)")
+        let checkedIn = try await station.bounded(
             ["check-in", second.id.uuidString, "--json"],
             timeout: 20
         )
         #expect(
-            !checkedIn.timedOut && checkedIn.run.status == 0,
-            "check-in: \(checkedIn.run.stderr)"
+            !checkedIn.timedOut && checkedIn.status == 0,
+            "check-in: \(checkedIn.stderr)"
         )
-        let relogin = try station.bounded(
+        let relogin = try await station.bounded(
             ["login", "--user", "demo", "--password-stdin"],
             stdin: Data("shopfloor-demo\n".utf8),
             timeout: 20
         )
-        #expect(!relogin.timedOut && relogin.run.status == 0, "login: \(relogin.run.stderr)")
-        let written = try station.bounded(
+        #expect(!relogin.timedOut && relogin.status == 0, "login: \(relogin.stderr)")
+        let written = try await station.bounded(
             ["write", "lastShift", "-string", "late"],
             app: "suite-defaults",
             timeout: 20
         )
         #expect(
-            !written.timedOut && written.run.status == 0,
-            "suite-defaults: \(written.run.stderr)"
+            !written.timedOut && written.status == 0,
+            "suite-defaults: \(written.stderr)"
         )
-        let read = try station.bounded(["read", "lastShift"], app: "suite-defaults", timeout: 20)
-        #expect(read.run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "late")
+        let read = try await station.bounded(
+            ["read", "lastShift"],
+            app: "suite-defaults",
+            timeout: 20
+        )
+        #expect(read.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "late")
 
         // Resumed, the prompt takes its answer and the waiting client is stopped for good.
-        for process in [waiting, prompting] { kill(process.processIdentifier, SIGCONT) }
-        input.fileHandleForWriting.write(Data("shopfloor-demo\n".utf8))
-        try input.fileHandleForWriting.close()
-        prompting.waitUntilExit()
-        #expect(prompting.terminationStatus == 0)
-        kill(waiting.processIdentifier, SIGTERM)
-        waiting.waitUntilExit()
-        #expect(waiting.terminationStatus == 143)
+        for process in [waiting, prompting] { process.signal(SIGCONT) }
+        prompting.write(Data("shopfloor-demo\n".utf8))
+        prompting.finishInput()
+        #expect(await prompting.wait().status == 0)
+        #expect(await waiting.stop(with: SIGTERM).outcome.status == 143)
     }
 
     @Test(
         "catalog prefetch stopped (SIGTSTP) while its downloads wait holds no lock: the cache, the session and the settings stay usable"
     )
-    func stoppedPrefetchHoldsNoLock() throws {
-        let own = try OwnServer("stopped-prefetch")
+    func stoppedPrefetchHoldsNoLock() async throws {
+        let own = try await OwnServer("stopped-prefetch")
         defer { own.remove() }
         // Every image request is held (the GTINs are stored as 14 digits: "0…"); product
         // pages pass.
-        let relay = try DelayRelay(to: own.server.port, hold: ["GET /v1/products/0"])
-        defer { relay.stop() }
+        let relay = try await DelayRelay(to: own.server.port, hold: ["GET /v1/products/0"])
+        defer { relay.terminate() }
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(url: relay.url)
-        let (prefetch, out, _) = try CommandRunner.start(
+        try await station.login(url: relay.url)
+        let prefetch = try await CommandRunner.start(
             CommandRunner.builtBinary("catalog"),
             ["prefetch", "--json"],
             environment: station.environment
         )
-        defer {
-            if prefetch.isRunning {
-                kill(prefetch.processIdentifier, SIGKILL)
-                prefetch.waitUntilExit()
-            }
-        }
-        try relay.waitFor("held GET /v1/products/0")
-        kill(prefetch.processIdentifier, SIGTSTP)
-        try #require(waitUntilStopped(prefetch.processIdentifier), "prefetch is not stopped")
+        try await relay.waitFor("held GET /v1/products/0")
+        prefetch.signal(SIGTSTP)
+        try #require(await prefetch.waitUntilStopped(), "prefetch is not stopped")
         #expect(try fileLocks(of: prefetch.processIdentifier).isEmpty)
 
         // The image cache, the suite's settings and the session, from other processes.
-        let stats = try station.bounded(["cache", "stats", "--json"], app: "catalog", timeout: 20)
-        #expect(!stats.timedOut && stats.run.status == 0, "cache stats: \(stats.run.stderr)")
-        let written = try station.bounded(
+        let stats = try await station.bounded(
+            ["cache", "stats", "--json"],
+            app: "catalog",
+            timeout: 20
+        )
+        #expect(!stats.timedOut && stats.status == 0, "cache stats: \(stats.stderr)")
+        let written = try await station.bounded(
             ["write", "lastShift", "-string", "early"],
             app: "suite-defaults",
             timeout: 20
         )
-        #expect(!written.timedOut && written.run.status == 0, "\(written.run.stderr)")
-        let whoami = try station.bounded(["whoami"], app: "catalog", timeout: 20)
-        #expect(!whoami.timedOut && whoami.run.status == 0, "whoami: \(whoami.run.stderr)")
-        let cleared = try station.bounded(["cache", "clear"], app: "catalog", timeout: 20)
-        #expect(!cleared.timedOut && cleared.run.status == 0, "cache clear: \(cleared.run.stderr)")
+        #expect(!written.timedOut && written.status == 0, "\(written.stderr)")
+        let whoami = try await station.bounded(["whoami"], app: "catalog", timeout: 20)
+        #expect(!whoami.timedOut && whoami.status == 0, "whoami: \(whoami.stderr)")
+        let cleared = try await station.bounded(["cache", "clear"], app: "catalog", timeout: 20)
+        #expect(!cleared.timedOut && cleared.status == 0, "cache clear: \(cleared.stderr)")
 
         // Resumed and then stopped for good: 143, a summary that says so, nothing reserved.
-        kill(prefetch.processIdentifier, SIGCONT)
-        kill(prefetch.processIdentifier, SIGTERM)
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        prefetch.waitUntilExit()
-        #expect(prefetch.terminationStatus == 143)
-        let summary = try JSONDecoder().decode(PrefetchSummary.self, from: stdout)
+        prefetch.signal(SIGCONT)
+        let stopped = await prefetch.stop(with: SIGTERM).outcome
+        #expect(stopped.status == 143)
+        let summary = try JSONDecoder().decode(PrefetchSummary.self, from: stopped.stdoutData)
         #expect(summary.interrupted && summary.loaded == 0)
-        let after = try station.bounded(["cache", "stats", "--json"], app: "catalog", timeout: 20)
-        let report = try JSONDecoder().decode(CacheReport.self, from: Data(after.run.stdout.utf8))
+        let after = try await station.bounded(
+            ["cache", "stats", "--json"],
+            app: "catalog",
+            timeout: 20
+        )
+        let report = try JSONDecoder().decode(CacheReport.self, from: Data(after.stdout.utf8))
         #expect(report.reservedBytes == 0 && report.entries == 0)
     }
 
@@ -544,78 +493,79 @@ struct StoppedAndInterruptedTests {
         "reservations interrupted mid-request exits 130 (SIGINT) or 143 (SIGTERM) at once, leaving no lock and nothing half-done",
         arguments: [SIGINT, SIGTERM]
     )
-    func interruptedMidRequest(_ signal: Int32) throws {
-        let own = try OwnServer("interrupted")
+    func interruptedMidRequest(_ signal: Int32) async throws {
+        let own = try await OwnServer("interrupted")
         defer { own.remove() }
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(own.server)
-        let found = try confirmedReservation(station)
-        let relay = try DelayRelay(
+        try await station.login(own.server)
+        let found = try await confirmedReservation(station)
+        let relay = try await DelayRelay(
             to: own.server.port,
             hold: [
                 "GET /v1/reservations/\(found.id.uuidString)",
                 "POST /v1/reservations/\(found.id.uuidString)/check-in",
             ]
         )
-        defer { relay.stop() }
-        try station.login(url: relay.url)
+        defer { relay.terminate() }
+        try await station.login(url: relay.url)
         let expected: Int32 = signal == SIGINT ? 130 : 143
 
         for (arguments, held) in [
             (["show", found.id.uuidString, "--json"], "held GET"),
             (["check-in", found.id.uuidString, "--json"], "held POST"),
         ] {
-            let (process, out, err) = try CommandRunner.start(
+            let process = try await CommandRunner.start(
                 CommandRunner.builtBinary("reservations"),
                 arguments,
                 environment: station.environment
             )
-            try relay.waitFor(held)
-            let sent = Date()
-            kill(process.processIdentifier, signal)
-            process.waitUntilExit()
-            let seconds = Date().timeIntervalSince(sent)
-            #expect(process.terminationStatus == expected, "\(arguments)")
+            try await relay.waitFor(held)
+            let (seconds, outcome) = await process.stop(with: signal)
+            #expect(outcome.status == expected, "\(arguments)")
             #expect(seconds < 1, "\(arguments): exit took \(seconds) s")
-            #expect(out.fileHandleForReading.readDataToEndOfFile().isEmpty, "no partial output")
-            _ = err.fileHandleForReading.readDataToEndOfFile()
+            #expect(outcome.stdoutData.isEmpty, "no partial output")
         }
         // The check-in was never sent on: the reservation is as it was, and a new attempt
         // (a new key, nothing pending) goes through; the session and settings work.
         let direct = try Workstation()
         defer { direct.remove() }
-        try direct.login(own.server)
+        try await direct.login(own.server)
         let now = try decode(
             ReservationDetail.self,
-            try direct.run(["show", found.id.uuidString, "--json"])
+            try await direct.run(["show", found.id.uuidString, "--json"])
         )
         #expect(now.reservation.status == .confirmed)
         #expect(now.reservation.version == found.reservation.version)
-        let retried = try direct.bounded(["check-in", found.id.uuidString, "--json"], timeout: 20)
-        #expect(retried.run.status == 0, "\(retried.run.stderr)")
-        let whoami = try station.bounded(["whoami"], timeout: 20)
-        #expect(whoami.run.status == 0, "\(whoami.run.stderr)")
-        let written = try station.bounded(
+        let retried = try await direct.bounded(
+            ["check-in", found.id.uuidString, "--json"],
+            timeout: 20
+        )
+        #expect(retried.status == 0, "\(retried.stderr)")
+        let whoami = try await station.bounded(["whoami"], timeout: 20)
+        #expect(whoami.status == 0, "\(whoami.stderr)")
+        let written = try await station.bounded(
             ["write", "k", "-int", "1"],
             app: "suite-defaults",
             timeout: 20
         )
-        #expect(written.run.status == 0)
+        #expect(written.status == 0)
     }
 }
 
-@Suite("store-server stopped with requests in flight", .serialized, .ownThreads)
+@Suite("store-server stopped with requests in flight", .serialized)
 struct ServerDrainTests {
     @Test(
         "SIGINT or SIGTERM: new connections are refused, the request in flight is answered, exit 130 or 143",
         arguments: [SIGINT, SIGTERM]
     )
-    func drains(_ signal: Int32) throws {
+    func drains(_ signal: Int32) async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "drain")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
-        defer { server.stop() }
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
+        defer { server.terminate() }
         // A sign-in whose body is half sent: the server is in the middle of that request.
         let form = "grant_type=password&username=demo&password=shopfloor-demo"
         let head =
@@ -624,7 +574,7 @@ struct ServerDrainTests {
         defer { inFlight.close() }
         try inFlight.send(head + form.prefix(12))
         // The server has taken the connection once another request is answered after it.
-        let health = try CommandRunner.run(
+        let health = try await CommandRunner.run(
             URL(fileURLWithPath: "/usr/bin/curl"),
             [
                 "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
@@ -633,7 +583,7 @@ struct ServerDrainTests {
         )
         #expect(health.stdout == "200")
 
-        kill(server.process.processIdentifier, signal)
+        server.child.signal(signal)
         // The listener closes: new connections are refused while the old one is served.
         let end = Date(timeIntervalSinceNow: 10)
         var refused = false
@@ -642,17 +592,16 @@ struct ServerDrainTests {
                 refused = true
                 break
             }
-            Thread.sleep(forTimeInterval: 0.02)
+            try await Task.sleep(for: .milliseconds(20))
         }
         #expect(refused, "new connections were still accepted after the signal")
-        #expect(server.process.isRunning, "the server exited with a request in flight")
+        #expect(server.child.isRunning, "the server exited with a request in flight")
 
         try inFlight.send(String(form.dropFirst(12)))
-        let answer = try inFlight.receiveAll(timeout: 10)
+        let answer = try await inFlight.receiveAll(timeout: 10)
         #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(300))")
         #expect(answer.contains("access_token"))
-        server.process.waitUntilExit()
-        #expect(server.process.terminationStatus == (signal == SIGINT ? 130 : 143))
+        #expect(await server.child.wait().status == (signal == SIGINT ? 130 : 143))
     }
 }
 
@@ -699,12 +648,18 @@ final class RawConnection {
     }
 
     /// Everything until the server closes or `timeout` seconds of silence.
-    func receiveAll(timeout: Double) throws -> String {
+    func receiveAll(timeout: Double) async throws -> String {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 8192)
+        var silentUntil = ContinuousClock.now + .seconds(timeout)
         while true {
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, Int32(timeout * 1000)) > 0 else { break }
+            guard poll(&poller, 1, 0) > 0 else {
+                guard ContinuousClock.now < silentUntil else { break }
+                try await Task.sleep(for: .milliseconds(10))
+                continue
+            }
+            silentUntil = ContinuousClock.now + .seconds(timeout)
             let count = read(fd, &buffer, buffer.count)
             guard count > 0 else { break }
             received += buffer[..<count]

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import ImageCache
 import Logging
@@ -17,10 +18,10 @@ import Testing
 extension Workstation {
     /// Runs `catalog` with this home.
     @discardableResult
-    func catalog(_ arguments: [String], environment extra: [String: String] = [:]) throws
-        -> CommandRun
+    func catalog(_ arguments: [String], environment extra: [String: String] = [:]) async throws
+        -> ProcessOutcome
     {
-        try CommandRunner.run(
+        try await CommandRunner.run(
             CommandRunner.builtBinary("catalog"),
             arguments,
             environment: environment.merging(extra) { $1 }
@@ -29,17 +30,17 @@ extension Workstation {
 
     /// Runs `catalog` under libfaketime with the clock `offset` ahead (monotonic time left
     /// alone), as if that much time had passed since the last run.
-    func catalogLater(_ offset: String, _ arguments: [String]) throws -> CommandRun {
-        try CommandRunner.run(
+    func catalogLater(_ offset: String, _ arguments: [String]) async throws -> ProcessOutcome {
+        try await CommandRunner.run(
             URL(fileURLWithPath: "/usr/bin/faketime"),
             ["-f", offset, CommandRunner.builtBinary("catalog").path] + arguments,
             environment: environment.merging(["FAKETIME_DONT_FAKE_MONOTONIC": "1"]) { $1 }
         )
     }
 
-    func timedCatalog(_ arguments: [String]) throws -> (CommandRun, Double) {
+    func timedCatalog(_ arguments: [String]) async throws -> (ProcessOutcome, Double) {
         let start = Date()
-        let run = try catalog(arguments)
+        let run = try await catalog(arguments)
         return (run, Date().timeIntervalSince(start))
     }
 
@@ -71,10 +72,10 @@ extension Workstation {
 }
 
 /// Demo products (the demo data's 500, GTINs 400638…, each with a 96×96 PNG).
-func demoProducts(_ station: Workstation, query: String = "a", limit: Int = 50) throws
+func demoProducts(_ station: Workstation, query: String = "a", limit: Int = 50) async throws
     -> [Product]
 {
-    let run = try station.catalog(["search", query, "--limit", String(limit), "--json"])
+    let run = try await station.catalog(["search", query, "--limit", String(limit), "--json"])
     try #require(run.status == 0, "search: \(run.stderr)")
     let page = try decode(Page<Product>.self, run)
     try #require(!page.items.isEmpty, "no demo product matches '\(query)'")
@@ -87,13 +88,13 @@ let unknownGTIN: String = {
     return body + String(GTIN.checkDigit(for: body.compactMap(\.wholeNumberValue)))
 }()
 
-@Suite("catalog against a real store-server", .serialized, .ownThreads)
+@Suite("catalog against a real store-server", .serialized)
 struct CatalogCommandTests {
     @Test("--help lists every command and the exit codes, and loads no barcode library")
-    func help() throws {
+    func help() async throws {
         let station = try Workstation()
         defer { station.remove() }
-        let run = try station.catalog(["--help"])
+        let run = try await station.catalog(["--help"])
         #expect(run.status == 0)
         for text in [
             "search", "show", "lookup", "prefetch", "cache", "login", "NO_COLOR",
@@ -104,7 +105,7 @@ struct CatalogCommandTests {
         }
         // Start-up stays light: neither Scanner's C libraries nor libcurl's peers beyond
         // libpng are linked into catalog (ldd lists what loads at start).
-        let ldd = try CommandRunner.run(
+        let ldd = try await CommandRunner.run(
             URL(fileURLWithPath: "/usr/bin/ldd"),
             [CommandRunner.builtBinary("catalog").path]
         )
@@ -118,12 +119,14 @@ struct CatalogCommandTests {
     func searchShowSave() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "catalog-save")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
         // One sign-in for the suite: reservations signs in, catalog uses it.
-        try station.login(server)
-        let products = try demoProducts(station, query: "e")
+        try await station.login(server)
+        let products = try await demoProducts(station, query: "e")
         let product = products[products.count / 2]
         let gtin13 = try #require(product.gtin.gtin13)
         #expect(products.map(\.gtin) == products.map(\.gtin).sorted())
@@ -133,30 +136,34 @@ struct CatalogCommandTests {
             gtin13, product.gtin.gtin14, spaced, "(01)\(product.gtin.gtin14)(10)LOT42",
             "https://id.gs1.org/01/\(product.gtin.gtin14)/21/SER1",
         ] {
-            let run = try station.catalog(["show", form, "--json"])
+            let run = try await station.catalog(["show", form, "--json"])
             #expect(run.status == 0, "show \(form): \(run.stderr)")
             #expect(try decode(Product.self, run) == product, "show \(form)")
         }
 
         let expected = try await station.serverImage(product, server: server.url)
         #expect(expected.starts(with: [137, 80, 78, 71]))
-        let before = try ServerMetrics.images(server)
+        let before = try await ServerMetrics.images(server)
         let saved = directory.appendingPathComponent("image.png")
-        let first = try station.catalog(["show", gtin13, "--image-save", saved.path, "--json"])
+        let first = try await station.catalog([
+            "show", gtin13, "--image-save", saved.path, "--json",
+        ])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(try decode(Product.self, first) == product)
         #expect(try Data(contentsOf: saved) == expected)
         #expect(
             first.stderr.contains("saved the image of product \(gtin13) (\(expected.count) bytes)")
         )
-        #expect(try ServerMetrics.images(server) == before + 1)
+        #expect(try await ServerMetrics.images(server) == before + 1)
 
         // A second process: from the shared disk cache, no request, the same bytes, and the
         // old file replaced whole.
-        let second = try station.catalog(["show", gtin13, "--image-save", saved.path, "--quiet"])
+        let second = try await station.catalog([
+            "show", gtin13, "--image-save", saved.path, "--quiet",
+        ])
         #expect(second.status == 0, "\(second.stderr)")
         #expect(try Data(contentsOf: saved) == expected)
-        #expect(try ServerMetrics.images(server) == before + 1)
+        #expect(try await ServerMetrics.images(server) == before + 1)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             .filter { $0.contains("image.png") && $0 != "image.png" }
         #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
@@ -164,7 +171,9 @@ struct CatalogCommandTests {
         // Every product of a search page, saved by separate processes, matches the server.
         for other in products.prefix(3) {
             let file = directory.appendingPathComponent("\(other.gtin.gtin14).png")
-            let run = try station.catalog(["show", other.gtin.gtin14, "--image-save", file.path])
+            let run = try await station.catalog([
+                "show", other.gtin.gtin14, "--image-save", file.path,
+            ])
             #expect(run.status == 0, "\(run.stderr)")
             #expect(
                 try Data(contentsOf: file)
@@ -172,7 +181,7 @@ struct CatalogCommandTests {
             )
         }
         // A directory that does not exist: a clear error, exit 1, nothing written.
-        let nowhere = try station.catalog([
+        let nowhere = try await station.catalog([
             "show", gtin13, "--image-save", "/nonexistent-dir/x.png",
         ])
         #expect(nowhere.status == 1)
@@ -184,18 +193,18 @@ struct CatalogCommandTests {
     }
 
     @Test("On a terminal: a table, and the image drawn in 24-bit colour within the width")
-    func terminalDrawing() throws {
-        let server = try SharedServer.get()
+    func terminalDrawing() async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let product = try demoProducts(station, query: "o")[0]
+        try await station.login(server)
+        let product = try await demoProducts(station, query: "o")[0]
         let catalog = CommandRunner.builtBinary("catalog")
         var environment = station.environment
         environment["NO_COLOR"] = nil
         environment["TERM"] = "xterm-256color"
 
-        let table = try TerminalRunner.run(
+        let table = try await TerminalRunner.run(
             catalog,
             ["search", "o", "--limit", "5"],
             environment: environment,
@@ -207,7 +216,7 @@ struct CatalogCommandTests {
         #expect(lines.first?.contains("GTIN") == true)
         #expect(table.stdout.contains(product.title))
 
-        let shown = try TerminalRunner.run(
+        let shown = try await TerminalRunner.run(
             catalog,
             ["show", product.gtin.gtin14],
             environment: environment,
@@ -226,7 +235,7 @@ struct CatalogCommandTests {
         }
 
         environment["NO_COLOR"] = "1"
-        let plain = try TerminalRunner.run(
+        let plain = try await TerminalRunner.run(
             catalog,
             ["show", product.gtin.gtin14, "--image-width", "20"],
             environment: environment,
@@ -241,7 +250,7 @@ struct CatalogCommandTests {
         #expect(shades.allSatisfy { $0.count <= 20 })
 
         // Not a terminal: JSON, and no drawing.
-        let piped = try station.catalog(["show", product.gtin.gtin14])
+        let piped = try await station.catalog(["show", product.gtin.gtin14])
         #expect(try decode(Product.self, piped) == product)
         #expect(!piped.stdout.contains("▀"))
     }
@@ -250,13 +259,15 @@ struct CatalogCommandTests {
     func coalescing() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "catalog-coalesce")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let product = try demoProducts(station)[0]
+        try await station.login(server)
+        let product = try await demoProducts(station)[0]
         let expected = try await station.serverImage(product, server: server.url)
-        let before = try ServerMetrics.images(server)
+        let before = try await ServerMetrics.images(server)
 
         let client = try station.suiteClient(server.url)
         let cache = try ProductImageCache(client: client, logger: Logger(label: "test"))
@@ -277,7 +288,7 @@ struct CatalogCommandTests {
             return all
         }
         #expect(results.count == 100)
-        #expect(try ServerMetrics.images(server) == before + 1)
+        #expect(try await ServerMetrics.images(server) == before + 1)
         #expect(cache.pipeline.statistics.transportRequests == 1)
         let reference = try PNGImage(decoding: expected, name: "expected")
         #expect(reference.width == 96 && reference.height == 96)
@@ -287,69 +298,78 @@ struct CatalogCommandTests {
         }
         // The disk copy is shared with other processes: catalog finds it without a request.
         let file = directory.appendingPathComponent("saved.png")
-        let run = try station.catalog(["show", product.gtin.gtin14, "--image-save", file.path])
+        let run = try await station.catalog([
+            "show", product.gtin.gtin14, "--image-save", file.path,
+        ])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(try Data(contentsOf: file) == expected)
-        #expect(try ServerMetrics.images(server) == before + 1)
+        #expect(try await ServerMetrics.images(server) == before + 1)
     }
 
     @Test("After max-age the image is revalidated: 304, no body sent, the same bytes kept")
-    func revalidation() throws {
+    func revalidation() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "catalog-revalidate")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let product = try demoProducts(station)[1]
+        try await station.login(server)
+        let product = try await demoProducts(station)[1]
         let file = directory.appendingPathComponent("first.png")
-        let first = try station.catalog(["show", product.gtin.gtin14, "--image-save", file.path])
+        let first = try await station.catalog([
+            "show", product.gtin.gtin14, "--image-save", file.path,
+        ])
         #expect(first.status == 0, "\(first.stderr)")
-        let full = try ServerMetrics.images(server, status: 200)
-        let notModified = try ServerMetrics.images(server, status: 304)
+        let full = try await ServerMetrics.images(server, status: 200)
+        let notModified = try await ServerMetrics.images(server, status: 304)
 
         // Within max-age (300 s): no request at all.
-        let fresh = try station.catalogLater(
+        let fresh = try await station.catalogLater(
             "+4m",
             ["show", product.gtin.gtin14, "--image-save", file.path]
         )
         #expect(fresh.status == 0, "\(fresh.stderr)")
-        #expect(try ServerMetrics.images(server, status: 200) == full)
-        #expect(try ServerMetrics.images(server, status: 304) == notModified)
+        #expect(try await ServerMetrics.images(server, status: 200) == full)
+        #expect(try await ServerMetrics.images(server, status: 304) == notModified)
 
         // Six minutes on: a conditional request, answered 304.
         let later = directory.appendingPathComponent("later.png")
-        let stale = try station.catalogLater(
+        let stale = try await station.catalogLater(
             "+6m",
             ["show", product.gtin.gtin14, "--image-save", later.path]
         )
         #expect(stale.status == 0, "\(stale.stderr)")
-        #expect(try ServerMetrics.images(server, status: 304) == notModified + 1)
-        #expect(try ServerMetrics.images(server, status: 200) == full)
+        #expect(try await ServerMetrics.images(server, status: 304) == notModified + 1)
+        #expect(try await ServerMetrics.images(server, status: 200) == full)
         #expect(try Data(contentsOf: later) == (try Data(contentsOf: file)))
         #expect(!stale.stderr.contains("offline"))
     }
 
     @Test("Offline: a stale image is served with a message; nothing kept is exit 6")
-    func offline() throws {
+    func offline() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "catalog-offline")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let products = try demoProducts(station, query: "i")
+        try await station.login(server)
+        let products = try await demoProducts(station, query: "i")
         let (seen, listedOnly) = (products[0], products[1])
         let file = directory.appendingPathComponent("online.png")
         #expect(
-            try station.catalog(["show", seen.gtin.gtin14, "--image-save", file.path]).status == 0
+            try await station.catalog(["show", seen.gtin.gtin14, "--image-save", file.path]).status
+                == 0
         )
         let expected = try Data(contentsOf: file)
-        server.stop()
+        await server.stop()
 
         // Ten minutes later (image stale), server gone: the kept copy, said to be kept.
         let copy = directory.appendingPathComponent("offline.png")
-        let run = try station.catalogLater(
+        let run = try await station.catalogLater(
             "+10m",
             ["show", seen.gtin.gtin14, "--image-save", copy.path, "--json"]
         )
@@ -361,10 +381,10 @@ struct CatalogCommandTests {
         #expect(run.stderr.contains("showing product \(seen.gtin) saved"))
 
         // Listed (details kept) but its image never fetched: details yes, image exit 6.
-        let details = try station.catalog(["show", listedOnly.gtin.gtin14, "--json"])
+        let details = try await station.catalog(["show", listedOnly.gtin.gtin14, "--json"])
         #expect(details.status == 0, "\(details.stderr)")
         #expect(try decode(Product.self, details) == listedOnly)
-        let (noImage, seconds) = try station.timedCatalog([
+        let (noImage, seconds) = try await station.timedCatalog([
             "show", listedOnly.gtin.gtin14, "--image-save",
             directory.appendingPathComponent("none.png").path,
         ])
@@ -380,14 +400,14 @@ struct CatalogCommandTests {
         )
 
         // Never seen at all: exit 6 fast; searches answer from what is kept.
-        let (unknown, unknownSeconds) = try station.timedCatalog(["show", unknownGTIN])
+        let (unknown, unknownSeconds) = try await station.timedCatalog(["show", unknownGTIN])
         #expect(unknown.status == 6, "\(unknown.stderr)")
         #expect(unknown.stderr.contains("cannot be reached"))
         #expect(unknownSeconds < 3)
-        let search = try station.catalog(["search", String(seen.title.prefix(4)), "--json"])
+        let search = try await station.catalog(["search", String(seen.title.prefix(4)), "--json"])
         #expect(search.status == 0, "\(search.stderr)")
         #expect(try decode(Page<Product>.self, search).items.contains(seen))
-        let prefetch = try station.catalog(["prefetch"])
+        let prefetch = try await station.catalog(["prefetch"])
         #expect(prefetch.status == 6, "\(prefetch.stderr)")
     }
 
@@ -395,40 +415,43 @@ struct CatalogCommandTests {
         "prefetch interrupted by SIGINT or SIGTERM exits 130/143 and a re-run loads only the rest",
         arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))]
     )
-    func prefetchInterrupted(signal: Int32, status: Int32) throws {
+    func prefetchInterrupted(signal: Int32, status: Int32) async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "catalog-prefetch")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         // A slow link: every chunk from the server waits 20 ms.
         let relay = try SlowRelay(to: server.port, delay: 0.02)
         defer { relay.stop() }
         let station = try Workstation()
         defer { station.remove() }
-        let signIn = try CommandRunner.run(
+        let signIn = try await CommandRunner.run(
             CommandRunner.builtBinary("catalog"),
             ["login", "--server", relay.url, "--user", "demo", "--password-stdin"],
             environment: station.environment,
             stdin: Data("shopfloor-demo".utf8)
         )
         try #require(signIn.status == 0, "login: \(signIn.stderr)")
-        let before = try ServerMetrics.images(server)
+        let before = try await ServerMetrics.images(server)
 
-        let (process, out, err) = try CommandRunner.start(
+        let process = try await CommandRunner.start(
             CommandRunner.builtBinary("catalog"),
             ["prefetch", "--json"],
             environment: station.environment
         )
         // Wait for 20 images to reach the client side of the server, then stop the run.
         let deadline = Date(timeIntervalSinceNow: 120)
-        while try ServerMetrics.images(server) < before + 20, Date() < deadline, process.isRunning {
-            Thread.sleep(forTimeInterval: 0.02)
+        while try await ServerMetrics.images(server) < before + 20, Date() < deadline,
+            process.isRunning
+        {
+            try await Task.sleep(for: .milliseconds(20))
         }
-        kill(process.processIdentifier, signal)
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == status, "\(stderr)")
-        let servedFirst = try ServerMetrics.images(server) - before
+        let interrupted = await process.stop(with: signal).outcome
+        let stdout = interrupted.stdoutData
+        let stderr = interrupted.stderr
+        #expect(interrupted.status == status, "\(stderr)")
+        let servedFirst = try await ServerMetrics.images(server) - before
         #expect(servedFirst >= 20 && servedFirst < 500, "first run got \(servedFirst) images")
         // What is done is written: the summary, and every image loaded is in the cache,
         // whole, with no write left half-done (no reservation, nothing more, nothing less).
@@ -440,68 +463,71 @@ struct CatalogCommandTests {
         )
         #expect(first.loaded > 0 && first.loaded <= servedFirst)
         #expect(stderr.contains("interrupted: \(first.loaded) of 500 images are cached"))
-        let stats = try station.catalog(["cache", "stats", "--json"])
+        let stats = try await station.catalog(["cache", "stats", "--json"])
         #expect(stats.status == 0, "\(stats.stderr)")
         let kept = try JSONDecoder().decode(CacheReport.self, from: Data(stats.stdout.utf8))
         #expect(kept.entries == first.loaded)
         #expect(kept.reservedBytes == 0, "a write was left half-done")
 
-        let second = try station.catalog(["prefetch", "--json"])
+        let second = try await station.catalog(["prefetch", "--json"])
         #expect(second.status == 0, "\(second.stderr)")
         let summary = try JSONDecoder().decode(PrefetchSummary.self, from: Data(second.stdout.utf8))
         #expect(summary.total == 500)
         #expect(summary.alreadyCached == kept.entries)
         #expect(summary.loaded == 500 - kept.entries)
         #expect(summary.failed == 0)
-        #expect(try ServerMetrics.images(server) - before == servedFirst + 500 - kept.entries)
+        #expect(try await ServerMetrics.images(server) - before == servedFirst + 500 - kept.entries)
 
-        let third = try station.catalog(["prefetch", "--json"])
+        let third = try await station.catalog(["prefetch", "--json"])
         let done = try JSONDecoder().decode(PrefetchSummary.self, from: Data(third.stdout.utf8))
         #expect(done.alreadyCached == 500 && done.loaded == 0)
 
         // Every client has exited: each connection through the relay (hundreds) has ended
         // and is closed, none kept open until the relay stops.
         let closing = Date(timeIntervalSinceNow: 10)
-        while relay.openConnections > 0, Date() < closing { Thread.sleep(forTimeInterval: 0.01) }
+        while relay.openConnections > 0, Date() < closing {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(relay.openConnections == 0)
     }
 
     @Test("cache stats counts what is kept and cache clear empties it for every tool")
-    func cacheClear() throws {
-        let server = try SharedServer.get()
+    func cacheClear() async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let empty = try station.catalog(["cache", "stats", "--json"])
+        try await station.login(server)
+        let empty = try await station.catalog(["cache", "stats", "--json"])
         #expect(empty.status == 0, "\(empty.stderr)")
         #expect(
             try JSONDecoder().decode(CacheReport.self, from: Data(empty.stdout.utf8)).entries == 0
         )
-        let products = try demoProducts(station, query: "u", limit: 3)
+        let products = try await demoProducts(station, query: "u", limit: 3)
         var bytes = 0
         for product in products {
             let file = station.home.appendingPathComponent("\(product.gtin.gtin14).png")
             #expect(
-                try station.catalog(["show", product.gtin.gtin14, "--image-save", file.path]).status
+                try await station.catalog(["show", product.gtin.gtin14, "--image-save", file.path])
+                    .status
                     == 0
             )
             bytes += try Data(contentsOf: file).count
         }
         let full = try JSONDecoder().decode(
             CacheReport.self,
-            from: Data(try station.catalog(["cache", "stats", "--json"]).stdout.utf8)
+            from: Data(try await station.catalog(["cache", "stats", "--json"]).stdout.utf8)
         )
         #expect(full.entries == products.count)
         #expect(full.bytes >= bytes)
         #expect(full.sizeLimit == 256 << 20)
         #expect(full.directory == station.home.appendingPathComponent("shopfloor/images").path)
 
-        let clear = try station.catalog(["cache", "clear"])
+        let clear = try await station.catalog(["cache", "clear"])
         #expect(clear.status == 0, "\(clear.stderr)")
         #expect(clear.stderr.contains("removed \(products.count) images"))
         let after = try JSONDecoder().decode(
             CacheReport.self,
-            from: Data(try station.catalog(["cache", "stats", "--json"]).stdout.utf8)
+            from: Data(try await station.catalog(["cache", "stats", "--json"]).stdout.utf8)
         )
         #expect(after.entries == 0 && after.bytes == 0)
         let entryFiles = try FileManager.default.subpathsOfDirectory(atPath: full.directory)
@@ -510,12 +536,12 @@ struct CatalogCommandTests {
     }
 
     @Test("lookup --from-image reads an EAN-13, a GS1 DataMatrix and a GS1 Digital Link QR")
-    func lookupFromImage() throws {
-        let server = try SharedServer.get()
+    func lookupFromImage() async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let products = try demoProducts(station, query: "a", limit: 10)
+        try await station.login(server)
+        let products = try await demoProducts(station, query: "a", limit: 10)
         let ean = products[2]
         let gtin13 = try #require(ean.gtin.gtin13)
         let images: [(String, [String], Product)] = [
@@ -536,48 +562,48 @@ struct CatalogCommandTests {
         ]
         for (index, (tool, arguments, product)) in images.enumerated() {
             let file = station.home.appendingPathComponent("code-\(index).png")
-            let made: CommandRun
+            let made: ProcessOutcome
             switch tool {
             case "zint":
-                made = try CommandRunner.run(
+                made = try await CommandRunner.run(
                     URL(fileURLWithPath: "/usr/bin/zint"),
                     arguments + ["-o", file.path]
                 )
             case "dmtxwrite":
                 // GS1 mode: FNC1 (written as GS, 29) first, then (01) and (10).
-                made = try CommandRunner.run(
+                made = try await CommandRunner.run(
                     URL(fileURLWithPath: "/usr/bin/dmtxwrite"),
                     arguments + ["-o", file.path],
                     stdin: Data("\u{1D}01\(product.gtin.gtin14)10LOT5".utf8)
                 )
             default:
-                made = try CommandRunner.run(
+                made = try await CommandRunner.run(
                     URL(fileURLWithPath: "/usr/bin/qrencode"),
                     ["-o", file.path] + arguments
                 )
             }
             try #require(made.status == 0, "\(tool): \(made.stderr)")
-            let run = try station.catalog(["lookup", "--from-image", file.path, "--json"])
+            let run = try await station.catalog(["lookup", "--from-image", file.path, "--json"])
             #expect(run.status == 0, "\(tool) \(arguments): \(run.stderr)")
             #expect(try decode(Product.self, run) == product, "\(tool) \(arguments)")
             #expect(run.stderr.contains("GTIN \(product.gtin)"))
         }
 
         let text = station.home.appendingPathComponent("text.png")
-        _ = try CommandRunner.run(
+        _ = try await CommandRunner.run(
             URL(fileURLWithPath: "/usr/bin/qrencode"),
             ["-o", text.path, "hello shop"]
         )
-        let noCode = try station.catalog(["lookup", "--from-image", text.path])
+        let noCode = try await station.catalog(["lookup", "--from-image", text.path])
         #expect(noCode.status == 1)
         #expect(noCode.stderr.contains("no product code (GTIN) in the image"))
         #expect(noCode.stderr.contains("hello shop"))
-        let missing = try station.catalog(["lookup", "--from-image", "/nonexistent.png"])
+        let missing = try await station.catalog(["lookup", "--from-image", "/nonexistent.png"])
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("/nonexistent.png: no such readable file"))
         let notImage = station.home.appendingPathComponent("not-an-image.png")
         try Data("not a picture".utf8).write(to: notImage)
-        let garbage = try station.catalog(["lookup", "--from-image", notImage.path])
+        let garbage = try await station.catalog(["lookup", "--from-image", notImage.path])
         #expect(garbage.status == 1, "\(garbage.stderr)")
         #expect(garbage.stderr.contains("not-an-image.png"))
     }
@@ -598,68 +624,72 @@ struct CatalogCommandTests {
             (["lookup"], 64, "--from-image"),
         ] as [([String], Int32, String)]
     )
-    func badInput(arguments: [String], status: Int32, message: String) throws {
-        let server = try SharedServer.get()
+    func badInput(arguments: [String], status: Int32, message: String) async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let run = try station.catalog(arguments)
+        try await station.login(server)
+        let run = try await station.catalog(arguments)
         #expect(run.status == status, "\(arguments): \(run.stderr)")
         #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
         #expect(run.stdout.isEmpty)
     }
 
     @Test("Signed out is exit 77; a forced update is exit 5, online and offline")
-    func signInAndForcedUpdate() throws {
+    func signInAndForcedUpdate() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "catalog-update")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
-        let signedOut = try station.catalog(["search", "a", "--server", server.url])
+        let signedOut = try await station.catalog(["search", "a", "--server", server.url])
         #expect(signedOut.status == 77, "\(signedOut.stderr)")
         #expect(signedOut.stderr.contains("login"))
-        try station.login(server)
-        let product = try demoProducts(station)[0]
-        let set = try server.admin(["config", "set-minimum-version", "catalog", "99.0.0"])
+        try await station.login(server)
+        let product = try await demoProducts(station)[0]
+        let set = try await server.admin(["config", "set-minimum-version", "catalog", "99.0.0"])
         #expect(set.status == 0, "\(set.stderr)")
         for arguments in [
             ["show", product.gtin.gtin14], ["search", "a"], ["prefetch"],
         ] {
-            let run = try station.catalog(arguments)
+            let run = try await station.catalog(arguments)
             #expect(run.status == 5, "\(arguments): \(run.stderr)")
             #expect(run.stderr.contains("update required"))
             #expect(run.stderr.contains("99.0.0"))
         }
         // reservations is not held back by catalog's minimum.
-        #expect(try station.run(["whoami"]).status == 0)
-        server.stop()
-        let offline = try station.catalog(["show", product.gtin.gtin14])
+        #expect(try await station.run(["whoami"]).status == 0)
+        await server.stop()
+        let offline = try await station.catalog(["show", product.gtin.gtin14])
         #expect(offline.status == 5, "kept configuration: \(offline.stderr)")
     }
 
     @Test("logout names the server that issued the session; whoami offline shows the stored one")
-    func sessionCommands() throws {
+    func sessionCommands() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "catalog-session")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
-        let nobody = try station.catalog(["whoami"])
+        let nobody = try await station.catalog(["whoami"])
         #expect(nobody.status == 77, "\(nobody.stderr)")
         #expect(nobody.stderr.contains("not signed in (run `catalog login`)"), "\(nobody.stderr)")
 
         // Signed out with --server elsewhere: revoked where it was issued, and said so.
-        try station.login(server)
-        let logout = try station.catalog(["logout", "--server", "http://127.0.0.1:9"])
+        try await station.login(server)
+        let logout = try await station.catalog(["logout", "--server", "http://127.0.0.1:9"])
         #expect(logout.status == 0, "\(logout.stderr)")
         #expect(logout.stderr.contains("signed out of \(server.url)"), "\(logout.stderr)")
-        #expect(try station.catalog(["whoami"]).status == 77)
+        #expect(try await station.catalog(["whoami"]).status == 77)
 
         // Server gone: the stored session, with a warning, instead of exit 6.
-        try station.login(server)
-        server.stop()
-        let offline = try station.catalog(["whoami", "--json"])
+        try await station.login(server)
+        await server.stop()
+        let offline = try await station.catalog(["whoami", "--json"])
         #expect(offline.status == 0, "\(offline.stderr)")
         #expect(offline.stderr.contains("warning: offline"), "\(offline.stderr)")
         // One shape online and offline: offline, what the stored session knows.
@@ -678,26 +708,29 @@ struct CatalogCommandTests {
     @Test(
         "On a network that drops every packet, every command ends within the connect timeout + 1 s"
     )
-    func deadNetwork() throws {
+    func deadNetwork() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "catalog-dead")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let product = try demoProducts(station, query: "e")[0]
+        try await station.login(server)
+        let product = try await demoProducts(station, query: "e")[0]
         let saved = directory.appendingPathComponent("kept.png")
         #expect(
-            try station.catalog(["show", product.gtin.gtin14, "--image-save", saved.path]).status
+            try await station.catalog(["show", product.gtin.gtin14, "--image-save", saved.path])
+                .status
                 == 0
         )
         let port = server.port
-        server.stop()
-        let blackHole = try BlackHole(port: port)
+        await server.stop()
+        let blackHole = try await BlackHole(port: port)
         defer { blackHole.close() }
 
         let copy = directory.appendingPathComponent("copy.png")
-        let (kept, keptSeconds) = try station.timedCatalog([
+        let (kept, keptSeconds) = try await station.timedCatalog([
             "show", product.gtin.gtin14, "--image-save", copy.path, "--json",
         ])
         #expect(kept.status == 0, "\(kept.stderr)")
@@ -709,11 +742,11 @@ struct CatalogCommandTests {
             ["show", unknownGTIN], ["search", "zzzz-not-kept"], ["prefetch"],
             ["prefetch", "--deadline", "900"],
         ] {
-            let (run, seconds) = try station.timedCatalog(arguments)
+            let (run, seconds) = try await station.timedCatalog(arguments)
             #expect(run.status == 6, "\(arguments): \(run.stderr)")
             #expect(seconds < 3, "\(arguments) took \(seconds) s")
         }
-        let (short, shortSeconds) = try station.timedCatalog([
+        let (short, shortSeconds) = try await station.timedCatalog([
             "show", unknownGTIN, "--connect-timeout", "0.5",
         ])
         #expect(short.status == 6)

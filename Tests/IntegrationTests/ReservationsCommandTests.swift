@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Models
 import Testing
@@ -26,8 +27,8 @@ struct Workstation {
 
     /// Runs `reservations` with this home; returns the run and its wall time in seconds.
     @discardableResult
-    func run(_ arguments: [String], stdin: Data? = nil) throws -> CommandRun {
-        try CommandRunner.run(
+    func run(_ arguments: [String], stdin: Data? = nil) async throws -> ProcessOutcome {
+        try await CommandRunner.run(
             CommandRunner.builtBinary("reservations"),
             arguments,
             environment: environment,
@@ -35,15 +36,16 @@ struct Workstation {
         )
     }
 
-    func timed(_ arguments: [String]) throws -> (CommandRun, Double) {
+    func timed(_ arguments: [String]) async throws -> (ProcessOutcome, Double) {
         let start = Date()
-        let run = try self.run(arguments)
+        let run = try await self.run(arguments)
         return (run, Date().timeIntervalSince(start))
     }
 
-    func login(_ server: StoreServerProcess) throws {
-        let run = try self.run(
-            ["login", "--server", server.url, "--user", "demo", "--password-stdin"],
+    /// Signs in as `user` (the demo associate, of the Berlin store, unless told otherwise).
+    func login(_ server: StoreServerProcess, user: String = "demo") async throws {
+        let run = try await self.run(
+            ["login", "--server", server.url, "--user", user, "--password-stdin"],
             stdin: Data("shopfloor-demo\n".utf8)
         )
         #expect(run.status == 0, "login: \(run.stderr)")
@@ -52,7 +54,7 @@ struct Workstation {
     func remove() { try? FileManager.default.removeItem(at: home) }
 }
 
-func decode<T: Decodable>(_ type: T.Type, _ run: CommandRun) throws -> T {
+func decode<T: Decodable>(_ type: T.Type, _ run: ProcessOutcome) throws -> T {
     do {
         return try ModelsJSON.makeDecoder().decode(type, from: Data(run.stdout.utf8))
     } catch {
@@ -67,10 +69,10 @@ func confirmedReservation(
     _ station: Workstation,
     query: String = "a",
     store: String? = nil
-) throws -> ReservationDetail {
+) async throws -> ReservationDetail {
     var arguments = ["search", query, "--status", "confirmed", "--limit", "200", "--json"]
     if let store { arguments += ["--store", store] }
-    let run = try station.run(arguments)
+    let run = try await station.run(arguments)
     #expect(run.status == 0, "search: \(run.stderr)")
     let page = try decode(Page<ReservationDetail>.self, run)
     let usable = page.items.filter {
@@ -91,36 +93,37 @@ enum DemoStores {
     static let perth = UUID(uuidString: "5D0F1C2A-0006-4A00-8000-000000000006")!
 }
 
-/// A server shared by the tests that do not stop or reconfigure it.
+/// A server shared by the tests that do not stop or reconfigure it, started by the first
+/// test that asks; killed with the test process (ChildProcesses kills every child still
+/// running then), its files removed.
 enum SharedServer {
     static let directory: URL = {
-        try! CommandRunner.temporaryDirectory(prefix: "reservations-server")
-    }()
-    static let server: StoreServerProcess? = {
-        let started = try? StoreServerProcess(
-            database: directory.appendingPathComponent("store.sqlite")
-        )
-        // A static is never deinitialized: stop the server and remove its files when the
-        // test process exits, so no server outlives `swift test`.
-        atexit {
-            SharedServer.server?.stop()
-            try? FileManager.default.removeItem(at: SharedServer.directory)
-        }
-        return started
+        let directory = try! CommandRunner.temporaryDirectory(prefix: "reservations-server")
+        atexit { try? FileManager.default.removeItem(at: SharedServer.directory) }
+        return directory
     }()
 
-    static func get() throws -> StoreServerProcess {
-        try #require(server, "store-server could not be started (see \(directory.path))")
+    private static let server = Task<StoreServerProcess, any Error> {
+        try await StoreServerProcess(database: directory.appendingPathComponent("store.sqlite"))
+    }
+
+    static func get() async throws -> StoreServerProcess {
+        do {
+            return try await server.value
+        } catch {
+            Issue.record("store-server could not be started (see \(directory.path)): \(error)")
+            throw error
+        }
     }
 }
 
-@Suite("reservations against a real store-server", .serialized, .ownThreads)
+@Suite("reservations against a real store-server", .serialized)
 struct ReservationsCommandTests {
     @Test("--help documents every command and the exit codes")
-    func help() throws {
+    func help() async throws {
         let station = try Workstation()
         defer { station.remove() }
-        let run = try station.run(["--help"])
+        let run = try await station.run(["--help"])
         #expect(run.status == 0)
         for text in [
             "login", "check-in", "reschedule", "show", "new", "config",
@@ -131,34 +134,34 @@ struct ReservationsCommandTests {
     }
 
     @Test("Signing in once serves every later process, and signing out ends it for all")
-    func sessionShared() throws {
-        let server = try SharedServer.get()
+    func sessionShared() async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        #expect(try station.run(["whoami"]).status == 77)
+        #expect(try await station.run(["whoami"]).status == 77)
 
-        let refused = try station.run(
+        let refused = try await station.run(
             ["login", "--server", server.url, "--user", "demo", "--password-stdin"],
             stdin: Data("wrong\n".utf8)
         )
         #expect(refused.status == 77)
         #expect(refused.stderr.contains("sign-in refused"))
 
-        try station.login(server)
+        try await station.login(server)
         // Another process, no --server: the stored URL and session are used.
-        let whoami = try station.run(["whoami", "--json"])
+        let whoami = try await station.run(["whoami", "--json"])
         #expect(whoami.status == 0, "\(whoami.stderr)")
         let associate = try decode(Associate.self, whoami)
         #expect(associate.username == "demo")
         // Another app of the suite sees the stored server URL in the shared settings.
-        let settings = try CommandRunner.run(
+        let settings = try await CommandRunner.run(
             CommandRunner.builtBinary("suite-defaults"),
             ["read", "serverURL"],
             environment: station.environment
         )
         #expect(settings.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == server.url)
         // Another client app is signed in by the same login.
-        let catalogWhoami = try CommandRunner.run(
+        let catalogWhoami = try await CommandRunner.run(
             CommandRunner.builtBinary("catalog"),
             ["whoami", "--json"],
             environment: station.environment
@@ -170,19 +173,19 @@ struct ReservationsCommandTests {
         #expect(mode as? Int == 0o600)
 
         // The session is never sent to another server.
-        let elsewhere = try station.run(["whoami", "--server", "http://127.0.0.1:9"])
+        let elsewhere = try await station.run(["whoami", "--server", "http://127.0.0.1:9"])
         #expect(elsewhere.status == 77)
         #expect(elsewhere.stderr.contains("signed in to \(server.url)"))
 
         // Signing out with --server elsewhere revokes the session where it was issued.
-        let logout = try station.run(["logout", "--server", "http://127.0.0.1:9"])
+        let logout = try await station.run(["logout", "--server", "http://127.0.0.1:9"])
         #expect(logout.status == 0, "\(logout.stderr)")
         #expect(logout.stderr.contains("signed out of \(server.url)"), "\(logout.stderr)")
         #expect(!FileManager.default.fileExists(atPath: tokenFile))
-        let after = try station.run(["show", "41SJ-3EQ4"])
+        let after = try await station.run(["show", "41SJ-3EQ4"])
         #expect(after.status == 77)
         #expect(after.stderr.contains("login"))
-        let catalogAfter = try CommandRunner.run(
+        let catalogAfter = try await CommandRunner.run(
             CommandRunner.builtBinary("catalog"),
             ["whoami"],
             environment: station.environment
@@ -191,79 +194,85 @@ struct ReservationsCommandTests {
     }
 
     @Test("Search, show by code and id, and a check-in made twice applies once")
-    func searchShowCheckIn() throws {
-        let server = try SharedServer.get()
+    func searchShowCheckIn() async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let found = try confirmedReservation(station, query: "e")
+        try await station.login(server)
+        let found = try await confirmedReservation(station, query: "e")
         let code = found.reservation.confirmationCode.description
 
-        let byCode = try station.run([
+        let byCode = try await station.run([
             "show", code.lowercased().replacingOccurrences(of: "-", with: ""), "--json",
         ])
         #expect(byCode.status == 0, "\(byCode.stderr)")
         let shown = try decode(ReservationDetail.self, byCode)
         #expect(shown == found)
         #expect(byCode.stdout.contains("\"customer\":{"))
-        let byID = try station.run(["show", found.id.uuidString, "--json"])
+        let byID = try await station.run(["show", found.id.uuidString, "--json"])
         #expect(try decode(ReservationDetail.self, byID) == found)
 
-        let first = try station.run(["check-in", code, "--json"])
+        let first = try await station.run(["check-in", code, "--json"])
         #expect(first.status == 0, "\(first.stderr)")
         let checkedIn = try decode(ReservationDetail.self, first)
         #expect(checkedIn.reservation.status == .checkedIn)
         #expect(checkedIn.reservation.version == found.reservation.version + 1)
         #expect(first.stderr.contains("checked in \(code)"))
 
-        let second = try station.run(["check-in", code, "--json"])
+        let second = try await station.run(["check-in", code, "--json"])
         #expect(second.status == 0)
         #expect(second.stderr.contains("already checked in"))
-        let byIDAgain = try station.run(["check-in", found.id.uuidString, "--json"])
+        let byIDAgain = try await station.run(["check-in", found.id.uuidString, "--json"])
         #expect(byIDAgain.status == 0)
         #expect(byIDAgain.stderr.contains("already checked in"))
 
-        let final = try decode(ReservationDetail.self, try station.run(["show", code, "--json"]))
+        let final = try decode(
+            ReservationDetail.self,
+            try await station.run(["show", code, "--json"])
+        )
         #expect(final.reservation.status == .checkedIn)
         #expect(final.reservation.version == found.reservation.version + 1)
 
-        let missing = try station.run(["show", "0000-0000"])
+        let missing = try await station.run(["show", "0000-0000"])
         #expect(missing.status == 3)
         #expect(missing.stderr.contains("no reservation 0000-0000"))
-        let bad = try station.run(["show", "not-a-code"])
+        let bad = try await station.run(["show", "not-a-code"])
         #expect(bad.status == 64)
     }
 
     @Test("A flag that turns check-in off for a store stops the check-in with exit 1")
-    func checkInDisabledByFlag() throws {
-        let server = try SharedServer.get()
+    func checkInDisabledByFlag() async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let perth = try confirmedReservation(
+        // The demo associate sees Berlin only; the administrator sees Perth.
+        try await station.login(server, user: "demo-admin")
+        let perth = try await confirmedReservation(
             station,
             query: "e",
             store: DemoStores.perth.uuidString
         )
-        let run = try station.run(["check-in", perth.reservation.confirmationCode.description])
+        let run = try await station.run([
+            "check-in", perth.reservation.confirmationCode.description,
+        ])
         #expect(run.status == 1)
         #expect(run.stderr.contains("check-in is turned off for Perth Hay Street"))
-        let byID = try station.run(["check-in", perth.id.uuidString])
+        let byID = try await station.run(["check-in", perth.id.uuidString])
         #expect(byID.status == 1)
         #expect(byID.stderr.contains("checkInEnabled"))
         let after = try decode(
             ReservationDetail.self,
-            try station.run(["show", perth.id.uuidString, "--json"])
+            try await station.run(["show", perth.id.uuidString, "--json"])
         )
         #expect(after.reservation.status == .confirmed)
     }
 
     @Test("new books with valid fields and refuses invalid ones, listing each problem")
-    func newReservation() throws {
-        let server = try SharedServer.get()
+    func newReservation() async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
+        try await station.login(server)
         let start = RFC3339.string(
             from: Date(timeIntervalSinceNow: 3 * 86_400).addingTimeInterval(
                 -Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 3_600)
@@ -273,7 +282,7 @@ struct ReservationsCommandTests {
             "new", "--store", DemoStores.berlin.uuidString, "--start", start, "--topic",
             "Suit fitting", "--party-size", "2",
         ]
-        let good = try station.run(
+        let good = try await station.run(
             common + [
                 "--field", "givenName=Zelda", "--field", "familyName=Quux", "--field",
                 "email=zelda@example.com", "--no-input", "--json",
@@ -287,7 +296,7 @@ struct ReservationsCommandTests {
         #expect(created.reservation.duration == 45 * 60)
         #expect(good.stderr.contains("booked \(created.reservation.confirmationCode)"))
 
-        let bad = try station.run(
+        let bad = try await station.run(
             common + [
                 "--field", "givenName=Yara", "--field", "email=not-an-email", "--field",
                 "shoeSize=44", "--no-input",
@@ -295,17 +304,17 @@ struct ReservationsCommandTests {
         )
         #expect(bad.status == 64)
         #expect(bad.stderr.contains("shoeSize"))
-        let missing = try station.run(
+        let missing = try await station.run(
             common + ["--field", "givenName=Yara", "--field", "email=not-an-email", "--no-input"]
         )
         #expect(missing.status == 64)
         #expect(missing.stderr.contains("familyName: Last name is required"))
         #expect(missing.stderr.contains("email: E-mail is not an e-mail address"))
-        let none = try station.run(["search", "Yara", "--json"])
+        let none = try await station.run(["search", "Yara", "--json"])
         #expect(try decode(Page<ReservationDetail>.self, none).items.isEmpty)
 
         // Answers on stdin, a wrong one asked again.
-        let asked = try station.run(
+        let asked = try await station.run(
             common + ["--json"],
             stdin: Data("Xenia\nVoss\nxenia@\nxenia@example.com\n\n\ny\n".utf8)
         )
@@ -315,7 +324,7 @@ struct ReservationsCommandTests {
             try decode(ReservationDetail.self, asked).customer.email?.value == "xenia@example.com"
         )
 
-        let party = try station.run(
+        let party = try await station.run(
             common.map { $0 == "2" ? "5" : $0 } + [
                 "--field", "givenName=A", "--field", "familyName=B", "--no-input",
             ]
@@ -323,7 +332,7 @@ struct ReservationsCommandTests {
         #expect(party.status == 64)
         #expect(party.stderr.contains("limit of 4"))
 
-        let chicago = try station.run(
+        let chicago = try await station.run(
             [
                 "new", "--store", DemoStores.chicago.uuidString, "--start", start, "--topic", "x",
                 "--field", "givenName=A", "--field", "familyName=B", "--no-input",
@@ -334,52 +343,52 @@ struct ReservationsCommandTests {
     }
 
     @Test("show --from-image finds the reservation of a pass QR made with qrencode")
-    func showFromImage() throws {
-        let server = try SharedServer.get()
+    func showFromImage() async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let found = try confirmedReservation(station, query: "o")
+        try await station.login(server)
+        let found = try await confirmedReservation(station, query: "o")
         let code = found.reservation.confirmationCode
         for payload in [code.passPayload, code.description] {
             let image = station.home.appendingPathComponent("pass-\(payload.count).png")
-            let encode = try CommandRunner.run(
+            let encode = try await CommandRunner.run(
                 URL(fileURLWithPath: "/usr/bin/qrencode"),
                 ["-o", image.path, "-s", "6", payload]
             )
             #expect(encode.status == 0, "qrencode: \(encode.stderr)")
-            let run = try station.run(["show", "--from-image", image.path, "--json"])
+            let run = try await station.run(["show", "--from-image", image.path, "--json"])
             #expect(run.status == 0, "\(run.stderr)")
             #expect(try decode(ReservationDetail.self, run).id == found.id)
         }
         let other = station.home.appendingPathComponent("other.png")
-        _ = try CommandRunner.run(
+        _ = try await CommandRunner.run(
             URL(fileURLWithPath: "/usr/bin/qrencode"),
             ["-o", other.path, "https://example.com"]
         )
-        let wrong = try station.run(["show", "--from-image", other.path])
+        let wrong = try await station.run(["show", "--from-image", other.path])
         #expect(wrong.status == 1)
         #expect(wrong.stderr.contains("no reservation code in the image"))
-        let absent = try station.run(["show", "--from-image", "/nonexistent.png"])
+        let absent = try await station.run(["show", "--from-image", "/nonexistent.png"])
         #expect(absent.status == 1)
     }
 
     @Test("reschedule with a stale version is a conflict that changes nothing")
-    func rescheduleConflict() throws {
-        let server = try SharedServer.get()
+    func rescheduleConflict() async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let found = try confirmedReservation(station, query: "i")
+        try await station.login(server)
+        let found = try await confirmedReservation(station, query: "i")
         let code = found.reservation.confirmationCode.description
         let newStart = RFC3339.string(from: found.reservation.startsAt.addingTimeInterval(3_600))
-        let moved = try station.run(["reschedule", code, "--start", newStart, "--json"])
+        let moved = try await station.run(["reschedule", code, "--start", newStart, "--json"])
         #expect(moved.status == 0, "\(moved.stderr)")
         let after = try decode(ReservationDetail.self, moved)
         #expect(after.reservation.startsAt == found.reservation.startsAt.addingTimeInterval(3_600))
         #expect(after.reservation.duration == found.reservation.duration)
 
-        let stale = try station.run(
+        let stale = try await station.run(
             [
                 "reschedule", code, "--start", RFC3339.string(from: found.reservation.startsAt),
                 "--if-version", String(found.reservation.version),
@@ -388,64 +397,73 @@ struct ReservationsCommandTests {
         #expect(stale.status == 1)
         #expect(stale.stderr.contains("changed by someone else"))
         #expect(stale.stderr.contains("version \(found.reservation.version)"))
-        let final = try decode(ReservationDetail.self, try station.run(["show", code, "--json"]))
+        let final = try decode(
+            ReservationDetail.self,
+            try await station.run(["show", code, "--json"])
+        )
         #expect(final.reservation.startsAt == after.reservation.startsAt)
     }
 
     @Test("A forced update stops every command but logout with exit 5, online and offline")
-    func forcedUpdate() throws {
+    func forcedUpdate() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-update")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let found = try confirmedReservation(station)
-        let set = try server.admin(["config", "set-minimum-version", "reservations", "99.0.0"])
+        try await station.login(server)
+        let found = try await confirmedReservation(station)
+        let set = try await server.admin([
+            "config", "set-minimum-version", "reservations", "99.0.0",
+        ])
         #expect(set.status == 0, "\(set.stderr)")
         for arguments in [
             ["show", found.reservation.confirmationCode.description],
             ["list"], ["search", "a"], ["check-in", found.id.uuidString], ["config"], ["whoami"],
         ] {
-            let run = try station.run(arguments)
+            let run = try await station.run(arguments)
             #expect(run.status == 5, "\(arguments): \(run.stderr)")
             #expect(run.stderr.contains("update required"))
             #expect(run.stderr.contains("99.0.0"))
         }
-        let unchanged = try server.admin(["config", "show"])
+        let unchanged = try await server.admin(["config", "show"])
         #expect(unchanged.stdout.contains("99.0.0"))
-        server.stop()
-        let offline = try station.run(["show", found.id.uuidString])
+        await server.stop()
+        let offline = try await station.run(["show", found.id.uuidString])
         #expect(offline.status == 5, "kept configuration: \(offline.stderr)")
         // The session is never sent to another server.
-        let elsewhere = try station.run(["whoami", "--server", "http://127.0.0.1:9"])
+        let elsewhere = try await station.run(["whoami", "--server", "http://127.0.0.1:9"])
         #expect(elsewhere.status == 77)
         #expect(elsewhere.stderr.contains("signed in to \(server.url)"))
 
-        let logout = try station.run(["logout"])
+        let logout = try await station.run(["logout"])
         #expect(logout.status == 0, "\(logout.stderr)")
     }
 
     @Test(
         "Offline, reads answer from kept data with its age; without it they fail fast with exit 6"
     )
-    func offline() throws {
+    func offline() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-offline")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let listed = try station.run(
+        try await station.login(server)
+        let listed = try await station.run(
             ["list", "--date", "today", "--store", DemoStores.berlin.uuidString, "--json"]
         )
         #expect(listed.status == 0, "\(listed.stderr)")
         let today = try decode(Page<ReservationDetail>.self, listed)
         let one = try #require(today.items.first)
-        let other = try confirmedReservation(station, query: "u")
-        server.stop()
+        let other = try await confirmedReservation(station, query: "u")
+        await server.stop()
 
-        let (shown, seconds) = try station.timed(
+        let (shown, seconds) = try await station.timed(
             ["show", one.reservation.confirmationCode.description, "--json"]
         )
         #expect(shown.status == 0, "\(shown.stderr)")
@@ -453,58 +471,60 @@ struct ReservationsCommandTests {
         #expect(shown.stderr.contains("offline"))
         #expect(shown.stderr.contains("saved"))
         #expect(seconds < 3)
-        let again = try station.run(
+        let again = try await station.run(
             ["list", "--date", "today", "--store", DemoStores.berlin.uuidString, "--json"]
         )
         #expect(again.status == 0)
         #expect(try decode(Page<ReservationDetail>.self, again).items == today.items)
-        let search = try station.run(["search", one.customer.familyName, "--json"])
+        let search = try await station.run(["search", one.customer.familyName, "--json"])
         #expect(search.status == 0, "\(search.stderr)")
         #expect(try decode(Page<ReservationDetail>.self, search).items.contains { $0.id == one.id })
-        #expect(try station.run(["show", other.id.uuidString]).status == 0)
+        #expect(try await station.run(["show", other.id.uuidString]).status == 0)
 
-        let (unknown, unknownSeconds) = try station.timed(["show", "0000-0000"])
+        let (unknown, unknownSeconds) = try await station.timed(["show", "0000-0000"])
         #expect(unknown.status == 6)
         #expect(unknown.stderr.contains("cannot be reached"))
         #expect(unknownSeconds < 3)
-        let write = try station.run(["check-in", one.id.uuidString])
+        let write = try await station.run(["check-in", one.id.uuidString])
         #expect(write.status == 6)
         #expect(write.stderr.contains("not sent"))
 
         let fresh = try Workstation()
         defer { fresh.remove() }
-        let (never, neverSeconds) = try fresh.timed(["list", "--server", server.url])
+        let (never, neverSeconds) = try await fresh.timed(["list", "--server", server.url])
         #expect(never.status == 6 || never.status == 77, "\(never.stderr)")
         #expect(neverSeconds < 3)
     }
 
     @Test("On a network that drops every packet, commands end within the connect timeout + 1 s")
-    func deadNetwork() throws {
+    func deadNetwork() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-dead")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let found = try confirmedReservation(station)
+        try await station.login(server)
+        let found = try await confirmedReservation(station)
         let port = server.port
-        server.stop()
+        await server.stop()
         // The same address now answers no SYN: a full accept queue drops them.
-        let blackHole = try BlackHole(port: port)
+        let blackHole = try await BlackHole(port: port)
         defer { blackHole.close() }
-        let (kept, seconds) = try station.timed(["show", found.id.uuidString, "--json"])
+        let (kept, seconds) = try await station.timed(["show", found.id.uuidString, "--json"])
         #expect(kept.status == 0, "\(kept.stderr)")
         #expect(kept.stderr.contains("no answer within 2 s"))
         #expect(seconds >= 1.9 && seconds < 3, "took \(seconds) s")
-        let (none, noneSeconds) = try station.timed(["show", "0000-0000"])
+        let (none, noneSeconds) = try await station.timed(["show", "0000-0000"])
         #expect(none.status == 6)
         #expect(noneSeconds < 3, "took \(noneSeconds) s")
-        let (short, shortSeconds) = try station.timed(
+        let (short, shortSeconds) = try await station.timed(
             ["show", "0000-0000", "--connect-timeout", "0.5"]
         )
         #expect(short.status == 6)
         #expect(shortSeconds < 1.5, "took \(shortSeconds) s")
-        let (logout, logoutSeconds) = try station.timed(["logout"])
+        let (logout, logoutSeconds) = try await station.timed(["logout"])
         #expect(logout.status == 0)
         #expect(logout.stderr.contains("could not be told"))
         #expect(logoutSeconds < 3)
@@ -513,23 +533,25 @@ struct ReservationsCommandTests {
     @Test(
         "The configuration is revalidated with its ETag (304), and a change on the server applies"
     )
-    func configurationRevalidated() throws {
+    func configurationRevalidated() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-etag")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
-        defer { server.stop() }
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
+        try await station.login(server)
         let berlin = DemoStores.berlin.uuidString
         /// The `config` command's flags for Berlin.
-        func flags() throws -> [String: FlagValue] {
-            let run = try station.run(["config", "--store", berlin, "--json"])
+        func flags() async throws -> [String: FlagValue] {
+            let run = try await station.run(["config", "--store", berlin, "--json"])
             #expect(run.status == 0, "\(run.stderr)")
             return try decode(ClientConfigurationResponse.self, run).flags
         }
         /// The statuses the server logged for Berlin's configuration, once `count` are there.
-        func configStatuses(count: Int) -> [String] {
+        func configStatuses(count: Int) async -> [String] {
             var statuses: [String] = []
             let end = Date(timeIntervalSinceNow: 10)
             repeat {
@@ -540,51 +562,53 @@ struct ReservationsCommandTests {
                         line.range(of: "status: ").map { String(line[$0.upperBound...].prefix(3)) }
                     }
                 if statuses.count >= count { break }
-                Thread.sleep(forTimeInterval: 0.05)  // the server logs after it answers
+                try? await Task.sleep(for: .milliseconds(50))  // the server logs after it answers
             } while Date() < end
             return statuses
         }
-        #expect(try flags()[KnownFlags.checkIn] == .bool(true))
-        let before = configStatuses(count: 2)
-        #expect(try flags()[KnownFlags.checkIn] == .bool(true))
-        let after = configStatuses(count: before.count + 1)
+        #expect(try await flags()[KnownFlags.checkIn] == .bool(true))
+        let before = await configStatuses(count: 2)
+        #expect(try await flags()[KnownFlags.checkIn] == .bool(true))
+        let after = await configStatuses(count: before.count + 1)
         #expect(after.count == before.count + 1)
         #expect(after.last == "304", "the kept copy was not revalidated: \(after)")
 
-        let set = try server.admin([
+        let set = try await server.admin([
             "config", "set-flag", KnownFlags.checkIn, "false", "--store", berlin,
         ])
         #expect(set.status == 0, "\(set.stderr)")
-        #expect(try flags()[KnownFlags.checkIn] == .bool(false))
-        #expect(configStatuses(count: after.count + 1).last == "200")
-        let found = try confirmedReservation(station, query: "e", store: berlin)
-        let checkIn = try station.run(["check-in", found.reservation.confirmationCode.description])
+        #expect(try await flags()[KnownFlags.checkIn] == .bool(false))
+        #expect(await configStatuses(count: after.count + 1).last == "200")
+        let found = try await confirmedReservation(station, query: "e", store: berlin)
+        let checkIn = try await station.run([
+            "check-in", found.reservation.confirmationCode.description,
+        ])
         #expect(checkIn.status == 1)
         #expect(checkIn.stderr.contains("check-in is turned off"), "\(checkIn.stderr)")
     }
 
     @Test("After a server restart on the same database the session and data carry on")
-    func serverRestart() throws {
+    func serverRestart() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-restart")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("s.sqlite")
-        var server = try StoreServerProcess(database: database)
+        var server = try await StoreServerProcess(database: database)
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let found = try confirmedReservation(station)
+        try await station.login(server)
+        let found = try await confirmedReservation(station)
         let port = server.port
-        server.stop()
-        server = try StoreServerProcess(database: database, port: port)
-        let shown = try station.run(["show", found.id.uuidString, "--json"])
+        await server.stop()
+        server = try await StoreServerProcess(database: database, port: port)
+        let shown = try await station.run(["show", found.id.uuidString, "--json"])
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(!shown.stderr.contains("offline"))
-        let checkIn = try station.run([
+        let checkIn = try await station.run([
             "check-in", found.reservation.confirmationCode.description, "--json",
         ])
         #expect(checkIn.status == 0, "\(checkIn.stderr)")
         #expect(try decode(ReservationDetail.self, checkIn).reservation.status == .checkedIn)
-        server.stop()
+        await server.stop()
     }
 }
 
@@ -593,7 +617,7 @@ struct ReservationsCommandTests {
 final class BlackHole {
     private var fds: [Int32] = []
 
-    init(port: Int) throws {
+    init(port: Int) async throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -622,7 +646,7 @@ final class BlackHole {
             }
             fds.append(client)
         }
-        Thread.sleep(forTimeInterval: 0.2)
+        try await Task.sleep(for: .milliseconds(200))
     }
 
     func close() {
@@ -632,123 +656,59 @@ final class BlackHole {
 }
 
 /// `reservations login` on a pseudo-terminal, as a person at a terminal runs it.
-@Suite("reservations login at a terminal", .serialized, .ownThreads)
+@Suite("reservations login at a terminal", .serialized)
 struct TerminalLoginTests {
-    /// Starts `arguments` with a new pseudo-terminal as stdin, stdout and stderr.
-    static func spawnOnTerminal(_ arguments: [String], environment: [String: String]) throws
-        -> (Process, master: Int32, slave: Int32)
-    {
-        // posix_openpt and friends are not in Swift's Glibc module: the same through
-        // /dev/ptmx and its ioctls (Linux: TIOCSPTLCK = _IOW('T', 0x31, int),
-        // TIOCGPTN = _IOR('T', 0x30, unsigned int)).
-        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
-        try #require(master >= 0)
-        var unlock: Int32 = 0
-        var number: UInt32 = 0
-        try #require(ioctl(master, UInt(0x4004_5431), &unlock) == 0)
-        try #require(ioctl(master, UInt(0x8004_5430), &number) == 0)
-        let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
-        try #require(slave >= 0)
-        let process = Process()
-        process.executableURL = CommandRunner.builtBinary("reservations")
-        process.arguments = arguments
-        process.environment = environment
-        let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
-        process.standardInput = handle
-        process.standardOutput = handle
-        process.standardError = handle
-        try CommandRunner.launch(process)
-        return (process, master, slave)
-    }
-
-    /// Reads from the terminal until `marker` appears (or 20 s pass).
-    static func read(_ master: Int32, until marker: String) -> String {
-        var text = ""
-        let end = Date(timeIntervalSinceNow: 20)
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while !text.contains(marker), Date() < end {
-            var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, 200) > 0 else { continue }
-            let count = Glibc.read(master, &buffer, buffer.count)
-            guard count > 0 else { break }
-            text += String(decoding: buffer[..<count], as: UTF8.self)
-        }
-        return text
-    }
-
     @Test(
         "The password is asked without echo, and a SIGINT at the prompt exits 130 with echo back on"
     )
-    func passwordWithoutEcho() throws {
-        let server = try SharedServer.get()
+    func passwordWithoutEcho() async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
         let arguments = ["login", "--server", server.url, "--user", "demo"]
+        let reservations = CommandRunner.builtBinary("reservations")
 
-        var (process, master, slave) = try Self.spawnOnTerminal(
+        var terminal = try PseudoTerminal()
+        var process = try await terminal.start(
+            reservations,
             arguments,
             environment: station.environment
         )
-        var prompt = Self.read(master, until: "password for demo")
+        var prompt = await terminal.read(until: "password for demo")
         #expect(prompt.contains("password for demo"))
-        var settings = termios()
-        tcgetattr(slave, &settings)
-        #expect(settings.c_lflag & tcflag_t(ECHO) == 0, "echo is on at the password prompt")
-        _ = "shopfloor-demo\n".withCString { Glibc.write(master, $0, 15) }
-        let rest = Self.read(master, until: "signed in as demo")
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(rest)")
+        #expect(!terminal.echoes, "echo is on at the password prompt")
+        terminal.type("shopfloor-demo\n")
+        let rest = await terminal.read(until: "signed in as demo")
+        let outcome = await process.wait()
+        #expect(outcome.status == 0, "\(rest)")
         #expect(!rest.contains("shopfloor-demo"), "the password was echoed: \(rest)")
-        tcgetattr(slave, &settings)
-        #expect(settings.c_lflag & tcflag_t(ECHO) != 0, "echo stayed off")
-        close(master)
-        close(slave)
+        #expect(terminal.echoes, "echo stayed off")
+        terminal.close()
 
-        (process, master, slave) = try Self.spawnOnTerminal(
+        terminal = try PseudoTerminal()
+        defer { terminal.close() }
+        process = try await terminal.start(
+            reservations,
             arguments,
             environment: station.environment
         )
-        prompt = Self.read(master, until: "password for demo")
-        kill(process.processIdentifier, SIGINT)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 130)
-        tcgetattr(slave, &settings)
-        #expect(settings.c_lflag & tcflag_t(ECHO) != 0, "echo stayed off after SIGINT")
-        close(master)
-        close(slave)
+        prompt = await terminal.read(until: "password for demo")
+        #expect(prompt.contains("password for demo"))
+        #expect(await process.stop(with: SIGINT).outcome.status == 130)
+        #expect(terminal.echoes, "echo stayed off after SIGINT")
     }
 }
 
 extension TerminalLoginTests {
-    /// Everything the program writes to the terminal until it exits.
-    static func readAll(_ master: Int32, of process: Process) -> String {
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let end = Date(timeIntervalSinceNow: 30)
-        while Date() < end {
-            var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
-            if poll(&poller, 1, 100) > 0 {
-                let count = Glibc.read(master, &buffer, buffer.count)
-                if count > 0 {
-                    bytes += buffer[..<count]
-                    continue
-                }
-            }
-            if !process.isRunning { break }
-        }
-        process.waitUntilExit()
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     @Test(
         "On a terminal show and list print for people: store time, colour unless NO_COLOR is set"
     )
-    func terminalOutput() throws {
-        let server = try SharedServer.get()
+    func terminalOutput() async throws {
+        let server = try await SharedServer.get()
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let detail = try confirmedReservation(station, store: DemoStores.berlin.uuidString)
+        try await station.login(server)
+        let detail = try await confirmedReservation(station, store: DemoStores.berlin.uuidString)
         let code = detail.reservation.confirmationCode.description
         // The expected wall-clock times, in Berlin whatever this machine's zone is.
         let formatter = DateFormatter()
@@ -765,28 +725,31 @@ extension TerminalLoginTests {
         var colour = station.environment
         colour.removeValue(forKey: "NO_COLOR")
         colour["TERM"] = "xterm-256color"
+        let reservations = CommandRunner.builtBinary("reservations")
         for (environment, coloured) in [(colour, true), (station.environment, false)] {
-            var (process, master, slave) = try Self.spawnOnTerminal(
+            var terminal = try PseudoTerminal()
+            var process = try await terminal.start(
+                reservations,
                 ["show", code],
                 environment: environment
             )
-            var text = Self.readAll(master, of: process)
-            close(master)
-            close(slave)
-            #expect(process.terminationStatus == 0, "\(text)")
+            var (text, outcome) = await terminal.readAll(of: process)
+            terminal.close()
+            #expect(outcome.status == 0, "\(text)")
             #expect(!text.hasPrefix("{"), "JSON on a terminal: \(text)")
             #expect(text.contains("\(span) \(detail.store.timeZone)"), "\(text)")
             #expect(text.contains("\u{1B}[32mconfirmed\u{1B}[0m") == coloured, "\(text)")
             #expect(text.contains("\u{1B}[") == coloured, "\(text)")
 
-            (process, master, slave) = try Self.spawnOnTerminal(
+            terminal = try PseudoTerminal()
+            process = try await terminal.start(
+                reservations,
                 ["list", "--date", day, "--store", DemoStores.berlin.uuidString, "--limit", "200"],
                 environment: environment
             )
-            text = Self.readAll(master, of: process)
-            close(master)
-            close(slave)
-            #expect(process.terminationStatus == 0, "\(text)")
+            (text, outcome) = await terminal.readAll(of: process)
+            terminal.close()
+            #expect(outcome.status == 0, "\(text)")
             #expect(text.contains("WHEN (store time)"), "\(text)")
             // A terminal ends lines with "\r\n", one Character in Swift.
             let row = text.split(whereSeparator: \.isNewline).first { $0.hasPrefix(code) }
@@ -794,7 +757,7 @@ extension TerminalLoginTests {
             #expect(text.contains("\u{1B}[") == coloured, "\(text)")
         }
         // Not a terminal: JSON, never colour, even without NO_COLOR.
-        let piped = try CommandRunner.run(
+        let piped = try await CommandRunner.run(
             CommandRunner.builtBinary("reservations"),
             ["show", code],
             environment: colour

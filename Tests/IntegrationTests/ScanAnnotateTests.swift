@@ -4,7 +4,7 @@ import Testing
 
 /// `scan --annotate DIR`: the binary writes pictures, which are decoded and checked where the
 /// JSON lines put the symbols and the text.
-@Suite("scan --annotate", .ownThreads)
+@Suite("scan --annotate")
 struct ScanAnnotateTests {
     static let qr = ScanTool.corpus.appendingPathComponent("qrcode-2/1.png").path
     static let upca = ScanTool.corpus.appendingPathComponent("upca-1/2.webp").path
@@ -42,11 +42,11 @@ struct ScanAnnotateTests {
     @Test(
         "One PNG per input, the input's size times a whole factor, outlines on the symbols' points"
     )
-    func symbols() throws {
+    func symbols() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("pictures/new")
-        let run = try ScanTool.run([
+        let run = try await ScanTool.run([
             "--format", "jsonl", "--quiet", "--annotate", out.path, Self.qr, Self.upca,
         ])
         #expect(run.status == 0, "\(run.stderr)")
@@ -96,17 +96,17 @@ struct ScanAnnotateTests {
     }
 
     @Test("--text: each line's box is drawn where the JSON puts it")
-    func textLines() throws {
+    func textLines() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let label = try ScanTextTests.label(
+        let label = try await ScanTextTests.label(
             "Lot 2291 Aisle 7\nBest before 2026",
             dpi: 300,
             in: dir,
             name: "label.png"
         )
         let out = dir.appendingPathComponent("out")
-        let run = try ScanTool.run([
+        let run = try await ScanTool.run([
             "--text", "--barcodes", "--format", "jsonl", "--quiet", "--annotate", out.path, label,
         ])
         #expect(run.status == 0, "\(run.stderr)")
@@ -138,7 +138,7 @@ struct ScanAnnotateTests {
     }
 
     @Test("Same file names get -2, stdin is stdin, an unreadable input gets no picture (exit 1)")
-    func names() throws {
+    func names() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let a = dir.appendingPathComponent("a")
@@ -153,7 +153,7 @@ struct ScanAnnotateTests {
         let broken = dir.appendingPathComponent("broken.png")
         try Data("not an image".utf8).write(to: broken)
         let out = dir.appendingPathComponent("out")
-        let run = try ScanTool.run(
+        let run = try await ScanTool.run(
             [
                 "--quiet", "--annotate", out.path, a.appendingPathComponent("code.png").path,
                 b.appendingPathComponent("code.png").path, broken.path, "-",
@@ -170,17 +170,17 @@ struct ScanAnnotateTests {
     }
 
     @Test("A directory that cannot be made is exit 1 naming it, before any image is scanned")
-    func unwritable() throws {
+    func unwritable() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("file.txt")
         try Data("x".utf8).write(to: file)
         let target = file.appendingPathComponent("sub").path
-        let run = try ScanTool.run(["--format", "jsonl", "--annotate", target, Self.qr])
+        let run = try await ScanTool.run(["--format", "jsonl", "--annotate", target, Self.qr])
         #expect(run.status == 1)
         #expect(run.stdout.isEmpty)
         #expect(run.stderr.hasPrefix("error: \(target): cannot make the --annotate directory"))
-        let empty = try ScanTool.run(["--annotate", "", Self.qr])
+        let empty = try await ScanTool.run(["--annotate", "", Self.qr])
         #expect(empty.status == 64)
     }
 }

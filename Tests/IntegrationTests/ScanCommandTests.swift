@@ -1,3 +1,4 @@
+import ChildProcesses
 import CommandSupport
 import Foundation
 import Models
@@ -6,7 +7,7 @@ import Testing
 
 /// The `scan` binary, run as a user runs it: real files, real pipes, real exit codes.
 enum ScanTool {
-    typealias Run = CommandRun
+    typealias Run = ProcessOutcome
 
     /// The build products directory holds both this test bundle and the apps.
     static var binary: URL { CommandRunner.builtBinary("scan") }
@@ -23,10 +24,11 @@ enum ScanTool {
             )
     }
 
-    static func run(_ arguments: [String], stdin: Data? = nil, interruptAfter: Double? = nil) throws
+    static func run(_ arguments: [String], stdin: Data? = nil, interruptAfter: Double? = nil)
+        async throws
         -> Run
     {
-        try CommandRunner.run(binary, arguments, stdin: stdin, interruptAfter: interruptAfter)
+        try await CommandRunner.run(binary, arguments, stdin: stdin, interruptAfter: interruptAfter)
     }
 
     static func temporaryDirectory() throws -> URL {
@@ -34,33 +36,35 @@ enum ScanTool {
     }
 }
 
-@Suite("scan command", .serialized, .ownThreads)
+@Suite("scan command", .serialized)
 struct ScanCommandTests {
     let upca = ScanTool.corpus.appendingPathComponent("upca-1/2.webp").path
     let qr = ScanTool.corpus.appendingPathComponent("qrcode-2/1.png").path
     let empty = ScanTool.corpus.appendingPathComponent("falsepositives-1/01.webp").path
 
     @Test("text output is zbarimg's TYPE:payload, with UPC-A as 13 digits; exit 0")
-    func textOutput() throws {
-        let run = try ScanTool.run(["--quiet", upca])
+    func textOutput() async throws {
+        let run = try await ScanTool.run(["--quiet", upca])
         #expect(run.status == 0)
         #expect(run.stdout == "UPC-A:0036602301467\n")
         #expect(run.stderr.isEmpty)
     }
 
     @Test("--version prints the suite's version")
-    func version() throws {
-        let run = try ScanTool.run(["--version"])
+    func version() async throws {
+        let run = try await ScanTool.run(["--version"])
         #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == SuiteVersion.current)
     }
 
     @Test("jsonl: one object per input in input order, error null or a message")
-    func jsonl() throws {
+    func jsonl() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let notImage = dir.appendingPathComponent("notes.png")
         try Data("just text".utf8).write(to: notImage)
-        let run = try ScanTool.run(["--format", "jsonl", "--quiet", upca, notImage.path, empty])
+        let run = try await ScanTool.run([
+            "--format", "jsonl", "--quiet", upca, notImage.path, empty,
+        ])
         #expect(run.status == 1)
         let lines = run.stdout.split(separator: "\n").map(String.init)
         try #require(lines.count == 3)
@@ -83,9 +87,9 @@ struct ScanCommandTests {
     }
 
     @Test("csv: header file,format,text and RFC 4180 quoting")
-    func csv() throws {
+    func csv() async throws {
         let multiline = ScanTool.corpus.appendingPathComponent("qrcode-2/16.webp").path
-        let run = try ScanTool.run(["-f", "csv", "-q", upca, multiline])
+        let run = try await ScanTool.run(["-f", "csv", "-q", upca, multiline])
         #expect(run.status == 0)
         #expect(
             run.stdout.hasPrefix(
@@ -95,10 +99,10 @@ struct ScanCommandTests {
     }
 
     @Test("exit codes: 4 when a readable input has no symbol, 1 when one is unreadable (1 wins)")
-    func exitCodes() throws {
-        #expect(try ScanTool.run(["-q", upca, empty]).status == 4)
-        #expect(try ScanTool.run(["-q", upca, empty, "/no/such/file.png"]).status == 1)
-        #expect(try ScanTool.run(["-q", upca, qr]).status == 0)
+    func exitCodes() async throws {
+        #expect(try await ScanTool.run(["-q", upca, empty]).status == 4)
+        #expect(try await ScanTool.run(["-q", upca, empty, "/no/such/file.png"]).status == 1)
+        #expect(try await ScanTool.run(["-q", upca, qr]).status == 0)
     }
 
     @Test(
@@ -109,25 +113,25 @@ struct ScanCommandTests {
             ["--region", "1,2,3", "x.png"], ["-", "-"],
         ]
     )
-    func usage(arguments: [String]) throws {
-        let run = try ScanTool.run(arguments)
+    func usage(arguments: [String]) async throws {
+        let run = try await ScanTool.run(arguments)
         #expect(run.status == 64)
         #expect(run.stderr.hasPrefix("error: "), "\(run.stderr)")
         #expect(run.stdout.isEmpty)
     }
 
     @Test("--help prints the usage on stdout and exits 0")
-    func help() throws {
-        let run = try ScanTool.run(["--help"])
+    func help() async throws {
+        let run = try await ScanTool.run(["--help"])
         #expect(run.status == 0)
         #expect(run.stdout.contains("USAGE: scan"))
         #expect(run.stderr.isEmpty)
     }
 
     @Test("- reads one image from stdin")
-    func stdin() throws {
+    func stdin() async throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: upca))
-        let run = try ScanTool.run(["--format", "jsonl", "-q", "-"], stdin: data)
+        let run = try await ScanTool.run(["--format", "jsonl", "-q", "-"], stdin: data)
         #expect(run.status == 0)
         let report = try JSONDecoder().decode(ScanReport.self, from: Data(run.stdout.utf8))
         #expect(report.file == "-")
@@ -136,7 +140,7 @@ struct ScanCommandTests {
     }
 
     @Test("directories need --recursive, which finds images in subdirectories in sorted order")
-    func recursive() throws {
+    func recursive() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let sub = dir.appendingPathComponent("b-sub")
@@ -151,11 +155,11 @@ struct ScanCommandTests {
         )
         try Data("skip me".utf8).write(to: dir.appendingPathComponent("readme.txt"))
 
-        let flat = try ScanTool.run(["-q", dir.path])
+        let flat = try await ScanTool.run(["-q", dir.path])
         #expect(flat.status == 1)
         #expect(flat.stderr.contains("--recursive"))
 
-        let deep = try ScanTool.run(["-q", "-r", "-f", "csv", dir.path])
+        let deep = try await ScanTool.run(["-q", "-r", "-f", "csv", dir.path])
         #expect(deep.status == 0)
         let files = deep.stdout.split(separator: "\n").dropFirst().map {
             $0.split(separator: ",").first.map(String.init) ?? ""
@@ -164,14 +168,14 @@ struct ScanCommandTests {
     }
 
     @Test("--symbologies limits what is reported")
-    func symbologies() throws {
-        let run = try ScanTool.run(["-q", "--symbologies", "qr,datamatrix", upca])
+    func symbologies() async throws {
+        let run = try await ScanTool.run(["-q", "--symbologies", "qr,datamatrix", upca])
         #expect(run.status == 4)
         #expect(run.stdout.isEmpty)
     }
 
     @Test("bad inputs give one error line each and no library noise on stderr")
-    func badInputs() throws {
+    func badInputs() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let png = try Data(contentsOf: URL(fileURLWithPath: qr))
@@ -193,7 +197,7 @@ struct ScanCommandTests {
             try data.write(to: url)
             paths.append(url.path)
         }
-        let run = try ScanTool.run(["-q"] + paths + [dir.path])
+        let run = try await ScanTool.run(["-q"] + paths + [dir.path])
         #expect(run.status == 1)
         let lines = run.stderr.split(separator: "\n")
         #expect(lines.count == paths.count + 1, "\(run.stderr)")
@@ -202,10 +206,13 @@ struct ScanCommandTests {
     }
 
     @Test("SIGINT stops the scan, keeps what was printed whole, and exits 130")
-    func interrupt() throws {
+    func interrupt() async throws {
         // Images with no symbol run every fallback pass: slow enough to interrupt midway.
         let many = Array([[String]](repeating: [qr, empty], count: 200).joined())
-        let run = try ScanTool.run(["-q", "--jobs", "1", "-f", "csv"] + many, interruptAfter: 1.5)
+        let run = try await ScanTool.run(
+            ["-q", "--jobs", "1", "-f", "csv"] + many,
+            interruptAfter: 1.5
+        )
         #expect(run.status == 130)
         let rows = run.stdout.split(separator: "\n").dropFirst()
         #expect(rows.count < 200)

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Scanner
 import Testing
@@ -10,16 +11,18 @@ import Testing
 enum ScanFixtures {
     /// An 81-megapixel white PNG (27 KB) from netpbm: readable, with no symbol, so every
     /// fallback pass runs on it for tens of seconds — an image a stop signal must not wait for.
-    static let slow: URL = {
+    static func slow() async throws -> URL { try await slowImage.value }
+
+    private static let slowImage = Task<URL, any Error> {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent(
             "scan-slow-\(getpid()).png"
         )
         if !FileManager.default.fileExists(atPath: url.path) {
-            let png = try! Processes.tool("sh", ["-c", "pgmmake 1 9000 9000 | pnmtopng"])
-            try! png.write(to: url)
+            let png = try await Processes.tool("sh", ["-c", "pgmmake 1 9000 9000 | pnmtopng"])
+            try png.write(to: url)
         }
         return url
-    }()
+    }
 
     static let qr = ScanTool.corpus.appendingPathComponent("qrcode-2/1.png").path
     static let upca = ScanTool.corpus.appendingPathComponent("upca-1/2.webp").path
@@ -27,15 +30,15 @@ enum ScanFixtures {
 
 /// `scan` against the faults of issue 17: full disks, closed streams, stop signals at any
 /// moment, huge and endless inputs, unreadable and hostile paths, extreme option values.
-@Suite("scan when the world misbehaves", .serialized, .ownThreads)
+@Suite("scan when the world misbehaves", .serialized)
 struct ScanRobustnessTests {
     @Test(
         "output that cannot be written ends the scan with 1 and a message (141 for a closed pipe), never 0"
     )
-    func failedOutput() throws {
+    func failedOutput() async throws {
         let many = [String](repeating: ScanFixtures.qr, count: 300)
         for format in ["text", "jsonl", "csv"] {
-            let full = try Processes.run(
+            let full = try await Processes.run(
                 ScanTool.binary,
                 ["-q", "-f", format] + many,
                 stdout: .path("/dev/full")
@@ -45,20 +48,20 @@ struct ScanRobustnessTests {
                 full.stderr == "error: cannot write to standard output: No space left on device\n",
                 "\(full)"
             )
-            let closed = try Processes.run(
+            let closed = try await Processes.run(
                 ScanTool.binary,
                 ["-q", "-f", format] + many,
                 shellRedirect: ">&-"
             )
             #expect(closed.status == 1 && !closed.signalled, "\(format): \(closed)")
-            let pipe = try Processes.run(
+            let pipe = try await Processes.run(
                 ScanTool.binary,
                 ["-q", "-f", format] + many,
                 stdout: .closedPipe
             )
             #expect(pipe.status == 141 && !pipe.signalled, "\(format): \(pipe)")
         }
-        let help = try Processes.run(ScanTool.binary, ["--help"], stdout: .path("/dev/full"))
+        let help = try await Processes.run(ScanTool.binary, ["--help"], stdout: .path("/dev/full"))
         #expect(help.status == 1, "\(help)")
     }
 
@@ -66,22 +69,23 @@ struct ScanRobustnessTests {
         "SIGINT and SIGTERM stop a scan at once, abandoning the image in progress and keeping every line whole",
         arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))]
     )
-    func stopSignals(signal: Int32, status: Int32) throws {
+    func stopSignals(signal: Int32, status: Int32) async throws {
+        let slow = try await ScanFixtures.slow().path
         for format in ["csv", "jsonl"] {
-            let scan = try LiveProcess(
+            let scan = try await ChildProcess.start(
                 ScanTool.binary,
                 [
-                    "-q", "-f", format, "--jobs", "1", ScanFixtures.qr, ScanFixtures.slow.path,
+                    "-q", "-f", format, "--jobs", "1", ScanFixtures.qr, slow,
                     ScanFixtures.qr,
                 ]
             )
             // Records are written as they are made: once the first is out, the slow image is
             // being scanned.
             var first: [String] = []
-            while first.count < (format == "csv" ? 2 : 1), let line = scan.nextLine() {
+            while first.count < (format == "csv" ? 2 : 1), let line = await scan.nextLine() {
                 first.append(line)
             }
-            let (seconds, outcome) = scan.stop(with: signal)
+            let (seconds, outcome) = await scan.stop(with: signal)
             #expect(outcome.status == status && !outcome.signalled, "\(format): \(outcome)")
             // Scanning the slow image takes tens of seconds; stopping does not wait for it.
             #expect(seconds < 5, "\(format): stopped after \(seconds) s")
@@ -106,14 +110,15 @@ struct ScanRobustnessTests {
     }
 
     @Test("a stop signal at any moment from the start is honoured: never ignored, never a hang")
-    func signalsFromTheStart() throws {
+    func signalsFromTheStart() async throws {
+        let slow = try await ScanFixtures.slow().path
         var generator = SeededGenerator(seed: 5)
         var handled = 0
         for trial in 0..<30 {
             let signal = trial.isMultiple(of: 2) ? SIGINT : SIGTERM
-            let scan = try LiveProcess(ScanTool.binary, ["-q", ScanFixtures.slow.path])
-            usleep(UInt32.random(in: 0...120_000, using: &generator))
-            let (seconds, outcome) = scan.stop(with: signal)
+            let scan = try await ChildProcess.start(ScanTool.binary, ["-q", slow])
+            try await Task.sleep(for: .microseconds(Int.random(in: 0...120_000, using: &generator)))
+            let (seconds, outcome) = await scan.stop(with: signal)
             // Before the program's first instruction (the dynamic loader's time) the signal's
             // default action ends it; from then on it exits 130/143. Never 0 or 4 (ignored).
             let byDefault = outcome.signalled && outcome.status == signal
@@ -128,27 +133,27 @@ struct ScanRobustnessTests {
     @Test(
         "stdin that is closed, a directory, or endless zeros is an error naming it, read no further than its header"
     )
-    func hostileStdin() throws {
-        let closed = try Processes.run(ScanTool.binary, ["-q", "-"], shellRedirect: "<&-")
+    func hostileStdin() async throws {
+        let closed = try await Processes.run(ScanTool.binary, ["-q", "-"], shellRedirect: "<&-")
         #expect(closed.status == 1 && !closed.signalled, "\(closed)")
         #expect(closed.stderr.hasPrefix("error: -: cannot be read"), "\(closed)")
-        let directory = try Processes.run(ScanTool.binary, ["-q", "-"], stdinPath: "/tmp")
+        let directory = try await Processes.run(ScanTool.binary, ["-q", "-"], stdinPath: "/tmp")
         #expect(directory.status == 1 && !directory.signalled, "\(directory)")
         #expect(directory.stderr.contains("Is a directory"), "\(directory)")
         // /dev/zero never ends: the header (zeros) is refused after the first bytes.
-        let zeros = try Processes.run(ScanTool.binary, ["-q", "-"], stdinPath: "/dev/zero")
+        let zeros = try await Processes.run(ScanTool.binary, ["-q", "-"], stdinPath: "/dev/zero")
         #expect(zeros.status == 1 && !zeros.signalled, "\(zeros)")
         #expect(zeros.stderr.hasPrefix("error: -: not an image"), "\(zeros)")
     }
 
     @Test("a 6 GB sparse file is refused from its size without being read")
-    func sparseFile() throws {
+    func sparseFile() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let huge = dir.appendingPathComponent("huge.png")
         _ = FileManager.default.createFile(atPath: huge.path, contents: nil)
         #expect(truncate(huge.path, 6 << 30) == 0)
-        let outcome = try Processes.run(ScanTool.binary, ["-q", "-f", "jsonl", huge.path])
+        let outcome = try await Processes.run(ScanTool.binary, ["-q", "-f", "jsonl", huge.path])
         #expect(outcome.status == 1, "\(outcome)")
         #expect(outcome.stderr.contains("is 6442450944 bytes, more than the limit"), "\(outcome)")
         let report = try JSONDecoder().decode(ScanReport.self, from: Data(outcome.stdout.utf8))
@@ -156,9 +161,11 @@ struct ScanRobustnessTests {
     }
 
     @Test("--recursive reports every path it skips, escaped for the terminal, and exits 1")
-    func recursiveSkips() throws {
+    func recursiveSkips() async throws {
         let dir = try ScanTool.temporaryDirectory()
-        defer { _ = try? Processes.tool("rm", ["-rf", dir.path]) }
+        // Its unreadable parts need `rm -rf`: removed in the background, as nothing can be
+        // awaited in a `defer`.
+        defer { Task { _ = try? await Processes.tool("rm", ["-rf", dir.path]) } }
         let png = try Data(contentsOf: URL(fileURLWithPath: ScanFixtures.qr))
         try png.write(to: dir.appendingPathComponent("a.png"))
         try png.write(to: dir.appendingPathComponent("esc\u{1B}[31m.png"))
@@ -177,7 +184,7 @@ struct ScanRobustnessTests {
             length += segment.utf8.count + 1
         }
         if fd >= 0 { close(fd) }
-        let outcome = try Processes.run(ScanTool.binary, ["-q", "-r", "-f", "csv", dir.path])
+        let outcome = try await Processes.run(ScanTool.binary, ["-q", "-r", "-f", "csv", dir.path])
         #expect(outcome.status == 1, "\(outcome)")
         let errors = outcome.stderr.split(separator: "\n").map(String.init)
         #expect(
@@ -205,7 +212,7 @@ struct ScanRobustnessTests {
             if: geteuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
         )
     )
-    func unreadableDirectory() throws {
+    func unreadableDirectory() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer {
             chmod(dir.appendingPathComponent("locked").path, 0o755)
@@ -222,14 +229,14 @@ struct ScanRobustnessTests {
         // Root reads any directory: run as nobody then, as a user would meet it.
         let outcome =
             geteuid() == 0
-            ? try Processes.run(
+            ? try await Processes.run(
                 URL(fileURLWithPath: "/usr/bin/setpriv"),
                 [
                     "--reuid=65534", "--regid=65534", "--clear-groups", ScanTool.binary.path, "-q",
                     "-r", dir.path,
                 ]
             )
-            : try Processes.run(ScanTool.binary, ["-q", "-r", dir.path])
+            : try await Processes.run(ScanTool.binary, ["-q", "-r", dir.path])
         #expect(outcome.status == 1, "\(outcome)")
         #expect(
             outcome.stderr.contains("locked: cannot be read (Permission denied); skipped"),
@@ -246,7 +253,7 @@ struct ScanRobustnessTests {
             "9223372036855", "99999999999999999999", "1e9", "", "x",
         ]
     )
-    func extremeOptions(value: String) throws {
+    func extremeOptions(value: String) async throws {
         let runs: [[String]] = [
             ["--jobs", value], ["--max-symbols", value], ["--max-megapixels", value],
             ["--memory-budget", value], ["--region", "\(value),0,10,10"],
@@ -255,7 +262,10 @@ struct ScanRobustnessTests {
             ["--text", "--min-text-height", value],
         ]
         for options in runs {
-            let outcome = try Processes.run(ScanTool.binary, ["-q"] + options + [ScanFixtures.upca])
+            let outcome = try await Processes.run(
+                ScanTool.binary,
+                ["-q"] + options + [ScanFixtures.upca]
+            )
             #expect(!outcome.isCrash, "\(options): \(outcome)")
             #expect([0, 4, 64].contains(outcome.status), "\(options): \(outcome)")
             if outcome.status == 64 {
@@ -265,20 +275,20 @@ struct ScanRobustnessTests {
     }
 
     @Test("every page of a TIFF and frame of a GIF is scanned and reported with its frame index")
-    func frames() throws {
+    func frames() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         var pages: [String] = []
         for text in ["page zero", "page one"] {
             let url = dir.appendingPathComponent("\(pages.count).png")
-            try Processes.tool("qrencode", ["-o", url.path, "-s", "4", text])
+            try await Processes.tool("qrencode", ["-o", url.path, "-s", "4", text])
             pages.append(url.path)
         }
         let tiff = dir.appendingPathComponent("pages.tif").path
         let gif = dir.appendingPathComponent("frames.gif").path
-        try Processes.tool("convert", pages + [tiff])
-        try Processes.tool("convert", ["-delay", "10"] + pages + [gif])
-        let outcome = try Processes.run(
+        try await Processes.tool("convert", pages + [tiff])
+        try await Processes.tool("convert", ["-delay", "10"] + pages + [gif])
+        let outcome = try await Processes.run(
             ScanTool.binary,
             ["-q", "-f", "jsonl", tiff, gif, ScanFixtures.qr]
         )

@@ -1,8 +1,9 @@
+import ChildProcesses
 import Foundation
 import Testing
 
 /// `scan --text`: the binary on labels rendered with ImageMagick at test time.
-@Suite("scan --text (OCR)", .ownThreads)
+@Suite("scan --text (OCR)")
 struct ScanTextTests {
     static let font =
         [
@@ -14,9 +15,11 @@ struct ScanTextTests {
     static let env = URL(fileURLWithPath: "/usr/bin/env")
 
     /// Renders `text` at `dpi` into `dir/name` with ImageMagick; returns the path.
-    static func label(_ text: String, dpi: Int = 200, in dir: URL, name: String) throws -> String {
+    static func label(_ text: String, dpi: Int = 200, in dir: URL, name: String) async throws
+        -> String
+    {
         let path = dir.appendingPathComponent(name).path
-        let run = try CommandRunner.run(
+        let run = try await CommandRunner.run(
             env,
             [
                 "convert", "-density", "\(dpi)", "-units", "PixelsPerInch", "-font", font,
@@ -30,22 +33,24 @@ struct ScanTextTests {
         return path
     }
 
-    static func blank(in dir: URL) throws -> String {
+    static func blank(in dir: URL) async throws -> String {
         let path = dir.appendingPathComponent("blank.png").path
-        _ = try CommandRunner.run(env, ["convert", "-size", "200x80", "xc:white", path])
+        _ = try await CommandRunner.run(env, ["convert", "-size", "200x80", "xc:white", path])
         return path
     }
 
     @Test("JSON lines carry text, lines with confidence and box, and matches; exit 0")
-    func jsonl() throws {
+    func jsonl() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let path = try Self.label(
+        let path = try await Self.label(
             "IMEI 490154203237518\nMade in Germany",
             in: dir,
             name: "imei.png"
         )
-        let run = try ScanTool.run(["--text", "--validate", "imei", "--format", "jsonl", path])
+        let run = try await ScanTool.run([
+            "--text", "--validate", "imei", "--format", "jsonl", path,
+        ])
         #expect(run.status == 0, "\(run.stderr)")
         let object = try #require(
             try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
@@ -66,14 +71,14 @@ struct ScanTextTests {
     }
 
     @Test("Text output prints the lines; validated text prints validator:text")
-    func textFormat() throws {
+    func textFormat() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let path = try Self.label("EAN 4006381333931\nLot AB-1234", in: dir, name: "ean.png")
-        let plain = try ScanTool.run(["--text", "--quiet", path])
+        let path = try await Self.label("EAN 4006381333931\nLot AB-1234", in: dir, name: "ean.png")
+        let plain = try await ScanTool.run(["--text", "--quiet", path])
         #expect(plain.status == 0)
         #expect(plain.stdout == "EAN 4006381333931\nLot AB-1234\n")
-        let validated = try ScanTool.run([
+        let validated = try await ScanTool.run([
             "--text", "--quiet", "--level", "accurate", "--validate", "gtin", "--validate",
             "[A-Z]{2}-[0-9]{4}", path,
         ])
@@ -82,26 +87,30 @@ struct ScanTextTests {
     }
 
     @Test("Exit 4 when a readable image has no text (or no valid match), 1 when one cannot be read")
-    func exitCodes() throws {
+    func exitCodes() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let text = try Self.label("Hello shelf 12", in: dir, name: "text.png")
-        let blank = try Self.blank(in: dir)
-        #expect(try ScanTool.run(["--text", "--quiet", text, blank]).status == 4)
-        #expect(try ScanTool.run(["--text", "--quiet", "--validate", "imei", text]).status == 4)
+        let text = try await Self.label("Hello shelf 12", in: dir, name: "text.png")
+        let blank = try await Self.blank(in: dir)
+        #expect(try await ScanTool.run(["--text", "--quiet", text, blank]).status == 4)
+        #expect(
+            try await ScanTool.run(["--text", "--quiet", "--validate", "imei", text]).status == 4
+        )
         let missing = dir.appendingPathComponent("missing.png").path
-        let run = try ScanTool.run(["--text", "--format", "jsonl", "--quiet", text, missing, blank])
+        let run = try await ScanTool.run([
+            "--text", "--format", "jsonl", "--quiet", text, missing, blank,
+        ])
         #expect(run.status == 1)
         #expect(run.stdout.split(separator: "\n").count == 3)
         #expect(run.stderr.contains("missing.png"))
     }
 
     @Test("--barcodes alongside --text reports both")
-    func both() throws {
+    func both() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let path = try Self.label("Hello shelf 12", in: dir, name: "text.png")
-        let run = try ScanTool.run(["--text", "--barcodes", "--format", "jsonl", path])
+        let path = try await Self.label("Hello shelf 12", in: dir, name: "text.png")
+        let run = try await ScanTool.run(["--text", "--barcodes", "--format", "jsonl", path])
         #expect(run.status == 0)
         #expect(run.stdout.contains("\"symbols\":[]"))
         #expect(run.stdout.contains("\"text\":\"Hello shelf 12\""))
@@ -111,14 +120,14 @@ struct ScanTextTests {
         "Every --level reads a clear label; auto is the default in --help",
         arguments: ["auto", "fast", "accurate"]
     )
-    func levels(level: String) throws {
+    func levels(level: String) async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let path = try Self.label("Aisle 7 Shelf C\nReorder 12", in: dir, name: "shelf.png")
-        let run = try ScanTool.run(["--text", "--quiet", "--level", level, path])
+        let path = try await Self.label("Aisle 7 Shelf C\nReorder 12", in: dir, name: "shelf.png")
+        let run = try await ScanTool.run(["--text", "--quiet", "--level", level, path])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout == "Aisle 7 Shelf C\nReorder 12\n")
-        let help = try ScanTool.run(["--help"]).stdout.split(whereSeparator: \.isWhitespace)
+        let help = try await ScanTool.run(["--help"]).stdout.split(whereSeparator: \.isWhitespace)
             .joined(separator: " ")
         #expect(help.contains("auto (deskew, one pass, more passes only where unsure)"))
         #expect(help.contains("(values: auto, fast, accurate; default: auto)"))
@@ -133,15 +142,15 @@ struct ScanTextTests {
             (["--text", "--level", "slow", "x.png"], "slow"),
         ]
     )
-    func usage(arguments: [String], message: String) throws {
-        let run = try ScanTool.run(arguments)
+    func usage(arguments: [String], message: String) async throws {
+        let run = try await ScanTool.run(arguments)
         #expect(run.status == 64)
         #expect(run.stderr.contains(message), "\(run.stderr)")
     }
 
     @Test("A missing language names where it looked")
-    func missingLanguage() throws {
-        let run = try ScanTool.run([
+    func missingLanguage() async throws {
+        let run = try await ScanTool.run([
             "--text", "--lang", "eng+xyz", "--tessdata", "/nonexistent", "x.png",
         ])
         #expect(run.status == 64)
@@ -151,30 +160,30 @@ struct ScanTextTests {
 }
 
 /// libtesseract is loaded on first use (CTesseract's dlopen), not when `scan` starts.
-@Suite("scan loads Tesseract only for --text", .ownThreads)
+@Suite("scan loads Tesseract only for --text")
 struct ScanLazyTesseractTests {
     /// The loader's list of the files it maps (LD_DEBUG=files, on stderr).
-    static func mapped(_ arguments: [String]) throws -> (CommandRun, Bool) {
+    static func mapped(_ arguments: [String]) async throws -> (ProcessOutcome, Bool) {
         var environment = ProcessInfo.processInfo.environment
         environment["LD_DEBUG"] = "files"
-        let run = try CommandRunner.run(ScanTool.binary, arguments, environment: environment)
+        let run = try await CommandRunner.run(ScanTool.binary, arguments, environment: environment)
         return (run, run.stderr.contains("libtesseract.so"))
     }
 
     @Test("--help and barcode scans never map libtesseract; --text does")
-    func lazy() throws {
+    func lazy() async throws {
         let dir = try ScanTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let help = try Self.mapped(["--help"])
+        let help = try await Self.mapped(["--help"])
         #expect(help.0.status == 0)
         #expect(help.0.stderr.contains("libzbar"), "LD_DEBUG=files lists the loader's files")
         #expect(!help.1)
         let qr = ScanTool.corpus.appendingPathComponent("qrcode-2/1.png").path
-        let barcodes = try Self.mapped(["--quiet", qr])
+        let barcodes = try await Self.mapped(["--quiet", qr])
         #expect(barcodes.0.status == 0)
         #expect(!barcodes.1)
-        let label = try ScanTextTests.label("Aisle 7", in: dir, name: "aisle.png")
-        let text = try Self.mapped(["--text", "--quiet", label])
+        let label = try await ScanTextTests.label("Aisle 7", in: dir, name: "aisle.png")
+        let text = try await Self.mapped(["--text", "--quiet", label])
         #expect(text.0.status == 0)
         #expect(text.0.stdout == "Aisle 7\n")
         #expect(text.1)

@@ -31,7 +31,7 @@ private func fixture(_ name: String) throws -> Data {
     return try Data(contentsOf: url)
 }
 
-@Suite("A store's day decoded through the root package", .ownThreads)
+@Suite("A store's day decoded through the root package")
 struct StoreDayTests {
     let day: StoreDay
 
@@ -49,7 +49,7 @@ struct StoreDayTests {
     }
 
     @Test("Flags resolve for this store with store over region over market")
-    func flagsResolveForTheStore() {
+    func flagsResolveForTheStore() async {
         let flags = day.configuration.flags(for: FlagTarget(store: day.store))
         #expect(flags["expressCheckout"] == .bool(true))  // store beats region's false
         #expect(flags["receiptFooter"] == .string("Danke!"))  // market

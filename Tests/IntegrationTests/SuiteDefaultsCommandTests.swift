@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 
 /// The `suite-defaults` binary, run as a user runs it, in a fresh SHOPFLOOR_HOME.
 final class SuiteDefaultsTool {
-    typealias Run = CommandRun
+    typealias Run = ProcessOutcome
 
     /// The build products directory holds both this test bundle and the apps.
     static var binary: URL { CommandRunner.builtBinary("suite-defaults") }
@@ -29,23 +30,14 @@ final class SuiteDefaultsTool {
         return environment
     }
 
-    func start(_ arguments: [String], stdin: String? = nil) throws -> (Process, Pipe, Pipe) {
-        try CommandRunner.start(
-            Self.binary,
-            arguments,
-            environment: environment,
-            stdin: stdin.map { Data($0.utf8) }
-        )
+    @discardableResult
+    func run(_ arguments: String..., stdin: String? = nil) async throws -> Run {
+        try await run(arguments, stdin: stdin)
     }
 
     @discardableResult
-    func run(_ arguments: String..., stdin: String? = nil) throws -> Run {
-        try run(arguments, stdin: stdin)
-    }
-
-    @discardableResult
-    func run(_ arguments: [String], stdin: String? = nil) throws -> Run {
-        try CommandRunner.run(
+    func run(_ arguments: [String], stdin: String? = nil) async throws -> Run {
+        try await CommandRunner.run(
             Self.binary,
             arguments,
             environment: environment,
@@ -54,7 +46,7 @@ final class SuiteDefaultsTool {
     }
 }
 
-@Suite("suite-defaults command", .ownThreads)
+@Suite("suite-defaults command")
 struct SuiteDefaultsCommandTests {
     @Test("the binary is built next to the tests")
     func binaryExists() {
@@ -62,10 +54,10 @@ struct SuiteDefaultsCommandTests {
     }
 
     @Test("a suite never written reads and exports as {} with exit 0")
-    func neverWritten() throws {
+    func neverWritten() async throws {
         let tool = try SuiteDefaultsTool()
-        #expect(try tool.run("read").stdout == "{}\n")
-        let export = try tool.run("export", "-", "--json")
+        #expect(try await tool.run("read").stdout == "{}\n")
+        let export = try await tool.run("export", "-", "--json")
         #expect(export.status == 0)
         #expect(export.stdout == "{}\n")
     }
@@ -86,11 +78,11 @@ struct SuiteDefaultsCommandTests {
             (["-string", "-looks-like-a-flag"], "-looks-like-a-flag"),
         ]
     )
-    func writeAndRead(value: [String], printed: String) throws {
+    func writeAndRead(value: [String], printed: String) async throws {
         let tool = try SuiteDefaultsTool()
-        let write = try tool.run(["write", "key"] + value)
+        let write = try await tool.run(["write", "key"] + value)
         #expect(write.status == 0, "\(write.stderr)")
-        #expect(try tool.run("read", "key").stdout == printed + "\n")
+        #expect(try await tool.run("read", "key").stdout == printed + "\n")
     }
 
     @Test(
@@ -110,9 +102,9 @@ struct SuiteDefaultsCommandTests {
             (["increment", "k", "lots"], 64, "not an integer amount"),
         ]
     )
-    func badInput(arguments: [String], status: Int32, message: String) throws {
+    func badInput(arguments: [String], status: Int32, message: String) async throws {
         let tool = try SuiteDefaultsTool()
-        let run = try tool.run(arguments)
+        let run = try await tool.run(arguments)
         #expect(run.status == status)
         #expect(run.stderr.contains("error: "))
         #expect(run.stderr.contains(message), "\(run.stderr)")
@@ -120,40 +112,42 @@ struct SuiteDefaultsCommandTests {
     }
 
     @Test("increment starts a missing key from 0, stores an integer, and read prints it plainly")
-    func increment() throws {
+    func increment() async throws {
         let tool = try SuiteDefaultsTool()
-        #expect(try tool.run("increment", "n", "800").stdout == "800\n")
-        #expect(try tool.run("read", "n").stdout == "800\n")
-        #expect(try tool.run("read-type", "n").stdout == "Type is integer\n")
-        #expect(try tool.run("increment", "n", "-1").stdout == "799\n")
-        try tool.run("write", "s", "text")
-        #expect(try tool.run("increment", "s").status == 1)
+        #expect(try await tool.run("increment", "n", "800").stdout == "800\n")
+        #expect(try await tool.run("read", "n").stdout == "800\n")
+        #expect(try await tool.run("read-type", "n").stdout == "Type is integer\n")
+        #expect(try await tool.run("increment", "n", "-1").stdout == "799\n")
+        try await tool.run("write", "s", "text")
+        #expect(try await tool.run("increment", "s").status == 1)
     }
 
     @Test("export --json gives one flat object that import reads back, in another suite")
-    func exportImport() throws {
+    func exportImport() async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "when", "-date", "2026-11-23T07:00:00Z")
-        try tool.run("write", "blob", "-data", "0102")
-        try tool.run("write", "n", "-int", "3")
-        let json = try tool.run("export", "-", "--json").stdout
+        try await tool.run("write", "when", "-date", "2026-11-23T07:00:00Z")
+        try await tool.run("write", "blob", "-data", "0102")
+        try await tool.run("write", "n", "-int", "3")
+        let json = try await tool.run("export", "-", "--json").stdout
         #expect(json.contains("\"when\": \"2026-11-23T07:00:00.000Z\""))
         #expect(json.contains("\"blob\": \"AQI=\""))
-        let plist = try tool.run("export", "-").stdout
+        let plist = try await tool.run("export", "-").stdout
         #expect(plist.contains("<integer>3</integer>"))
-        #expect(try tool.run("--suite", "copy", "import", "-", stdin: plist).status == 0)
-        #expect(try tool.run("--suite", "copy", "read-type", "when").stdout == "Type is date\n")
-        #expect(try tool.run("--suite", "copy", "read", "blob").stdout == "0102\n")
-        let notDictionary = try tool.run("import", "-", stdin: "[1, 2]")
+        #expect(try await tool.run("--suite", "copy", "import", "-", stdin: plist).status == 0)
+        #expect(
+            try await tool.run("--suite", "copy", "read-type", "when").stdout == "Type is date\n"
+        )
+        #expect(try await tool.run("--suite", "copy", "read", "blob").stdout == "0102\n")
+        let notDictionary = try await tool.run("import", "-", stdin: "[1, 2]")
         #expect(notDictionary.status == 1)
         #expect(notDictionary.stderr.contains("a suite imports a dictionary"))
-        #expect(try tool.run("domains").stdout == "copy\nshopfloor\n")
+        #expect(try await tool.run("domains").stdout == "copy\nshopfloor\n")
     }
 
     @Test("read, export and find never print a file that is not the defaults store")
-    func secretsStayPrivate() throws {
+    func secretsStayPrivate() async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "visible", "yes")
+        try await tool.run("write", "visible", "yes")
         let container = tool.home.appendingPathComponent("shopfloor")
         let token = container.appendingPathComponent("auth-token")
         try Data("secret-token-value".utf8).write(to: token)
@@ -164,30 +158,33 @@ struct SuiteDefaultsCommandTests {
         for arguments in [
             ["read"], ["export", "-", "--json"], ["export", "-"], ["find", "secret"],
         ] {
-            let run = try tool.run(arguments)
+            let run = try await tool.run(arguments)
             #expect(!run.stdout.contains("secret-token-value"), "\(arguments)")
         }
     }
 
     @Test("watch prints one JSON line per change and exits 130 on SIGINT, 143 on SIGTERM")
-    func watch() throws {
+    func watch() async throws {
         for (signal, status) in [(SIGINT, Int32(130)), (SIGTERM, Int32(143))] {
             let tool = try SuiteDefaultsTool()
-            try tool.run("write", "k", "-int", "1")
-            let watcher = try LiveProcess(
+            try await tool.run("write", "k", "-int", "1")
+            let watcher = try await ChildProcess.start(
                 SuiteDefaultsTool.binary,
                 ["watch", "k"],
                 environment: tool.environment
             )
             // Ready once it watches the container (its inotify descriptor), not after a delay.
-            try #require(watcher.waitForDescriptor("anon_inode:inotify"), "watch never watched")
-            try tool.run("write", "k", "-int", "2")
-            let first = watcher.nextLine(timeout: 20)
+            try #require(
+                await watcher.waitForDescriptor("anon_inode:inotify"),
+                "watch never watched"
+            )
+            try await tool.run("write", "k", "-int", "2")
+            let first = await watcher.nextLine(timeout: 20)
             // Another key changes, then k again: only k's second change may follow.
-            try tool.run("write", "other", "x")
-            try tool.run("write", "k", "-int", "3")
-            let second = watcher.nextLine(timeout: 20)
-            let (_, outcome) = watcher.stop(with: signal)
+            try await tool.run("write", "other", "x")
+            try await tool.run("write", "k", "-int", "3")
+            let second = await watcher.nextLine(timeout: 20)
+            let (_, outcome) = await watcher.stop(with: signal)
             #expect(outcome.status == status, "\(outcome.stderr)")
             #expect(
                 first?.hasSuffix(#"Z","key":"k","new":2,"old":1,"suite":"shopfloor"}"#) == true

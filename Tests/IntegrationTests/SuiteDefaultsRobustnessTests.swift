@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import SharedDefaults
 import Testing
@@ -11,10 +12,10 @@ extension SuiteDefaultsTool {
     func outcome(
         _ arguments: [String],
         stdin: Data? = nil,
-        stdout: Processes.Sink = .pipe,
+        stdout: ChildProcess.Output = .pipe,
         shellRedirect: String? = nil
-    ) throws -> Outcome {
-        try Processes.run(
+    ) async throws -> ProcessOutcome {
+        try await Processes.run(
             Self.binary,
             arguments,
             environment: environment,
@@ -28,13 +29,13 @@ extension SuiteDefaultsTool {
     var storeFile: URL { container.appendingPathComponent("defaults.store") }
 
     /// The suite as `export --json` gives it, to compare before and after a refused command.
-    func snapshot() throws -> String { try run("export", "-", "--json").stdout }
+    func snapshot() async throws -> String { try await run("export", "-", "--json").stdout }
 }
 
 /// `suite-defaults` against the faults of issue 17: values past the limits, inputs holding
 /// nothing, full disks and closed pipes, special files, held locks, read-only file systems,
 /// removed containers, damaged stores, extreme option values.
-@Suite("suite-defaults when the world misbehaves", .serialized, .ownThreads)
+@Suite("suite-defaults when the world misbehaves", .serialized)
 struct SuiteDefaultsRobustnessTests {
     static func nested(_ depth: Int) -> String {
         String(repeating: "[", count: depth) + "1" + String(repeating: "]", count: depth)
@@ -43,43 +44,43 @@ struct SuiteDefaultsRobustnessTests {
     @Test(
         "a value nested to the limit is stored and read back; one level more is refused with 64 before anything is written"
     )
-    func nestingLimit() throws {
+    func nestingLimit() async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "keep", "me")
-        let atLimit = try tool.outcome(["write", "deep", "-json", Self.nested(100)])
+        try await tool.run("write", "keep", "me")
+        let atLimit = try await tool.outcome(["write", "deep", "-json", Self.nested(100)])
         #expect(atLimit.status == 0, "\(atLimit)")
-        let read = try tool.outcome(["read", "deep", "--json"])
+        let read = try await tool.outcome(["read", "deep", "--json"])
         #expect(read.status == 0)
         #expect(read.stdout.filter { $0 == "[" }.count == 100)
-        let before = try tool.snapshot()
+        let before = try await tool.snapshot()
         for arguments in [
             ["write", "deep", "-json", Self.nested(101)],
             ["write", "deep", "-json", Self.nested(130)],
             ["write", "deep", "-array", "-json", Self.nested(100)],
         ] {
-            let past = try tool.outcome(arguments)
+            let past = try await tool.outcome(arguments)
             #expect(past.status == 64, "\(past)")
             #expect(
                 past.stderr.hasPrefix("error: ") && past.stderr.contains("100 levels"),
                 "\(past)"
             )
         }
-        #expect(try tool.snapshot() == before)
-        #expect(try !tool.outcome(["read"]).stderr.contains("corrupt"))
+        #expect(try await tool.snapshot() == before)
+        #expect(try await !tool.outcome(["read"]).stderr.contains("corrupt"))
     }
 
     @Test("an import nested past the limit is refused with 64 and changes nothing")
-    func importNestingLimit() throws {
+    func importNestingLimit() async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "keep", "me")
-        let before = try tool.snapshot()
-        let deep = try tool.outcome(
+        try await tool.run("write", "keep", "me")
+        let before = try await tool.snapshot()
+        let deep = try await tool.outcome(
             ["import", "-"],
             stdin: Data("{\"a\": \(Self.nested(101))}".utf8)
         )
         #expect(deep.status == 64, "\(deep)")
-        #expect(try tool.snapshot() == before)
-        let fine = try tool.outcome(
+        #expect(try await tool.snapshot() == before)
+        let fine = try await tool.outcome(
             ["import", "-"],
             stdin: Data("{\"a\": \(Self.nested(100))}".utf8)
         )
@@ -96,17 +97,17 @@ struct SuiteDefaultsRobustnessTests {
             "a = 1 b = 2",
         ]
     )
-    func importNothing(input: String) throws {
+    func importNothing(input: String) async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "keep", "me")
-        let before = try tool.snapshot()
-        let outcome = try tool.outcome(["import", "-"], stdin: Data(input.utf8))
+        try await tool.run("write", "keep", "me")
+        let before = try await tool.snapshot()
+        let outcome = try await tool.outcome(["import", "-"], stdin: Data(input.utf8))
         #expect(outcome.status == 1, "\(outcome)")
         #expect(outcome.stderr.hasPrefix("error: "), "\(outcome)")
         // Foundation's old-style property-list parser prints its own lines; it is never used.
         #expect(!outcome.stderr.contains("CFPropertyList"), "\(outcome)")
         #expect(outcome.stderr.split(separator: "\n").count == 1, "\(outcome)")
-        #expect(try tool.snapshot() == before)
+        #expect(try await tool.snapshot() == before)
     }
 
     @Test(
@@ -117,39 +118,39 @@ struct SuiteDefaultsRobustnessTests {
             ["domains", "--json"], ["find", "k", "--json"], ["--version"], ["--help"],
         ]
     )
-    func failedOutput(arguments: [String]) throws {
+    func failedOutput(arguments: [String]) async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "k", "-int", "1")
-        let full = try tool.outcome(arguments, stdout: .path("/dev/full"))
+        try await tool.run("write", "k", "-int", "1")
+        let full = try await tool.outcome(arguments, stdout: .path("/dev/full"))
         #expect(full.status == 1 && !full.signalled, "\(full)")
         #expect(full.stderr.contains("error: cannot write to standard output"), "\(full)")
-        let closed = try tool.outcome(arguments, shellRedirect: ">&-")
+        let closed = try await tool.outcome(arguments, shellRedirect: ">&-")
         #expect(closed.status == 1 && !closed.signalled, "\(closed)")
-        let pipe = try tool.outcome(arguments, stdout: .closedPipe)
+        let pipe = try await tool.outcome(arguments, stdout: .closedPipe)
         #expect(pipe.status == 141 && !pipe.signalled, "\(pipe)")
     }
 
     @Test("increment that cannot print its result says on stderr what it stored, and read gives it")
-    func incrementOutputFails() throws {
+    func incrementOutputFails() async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "n", "-int", "41")
-        let full = try tool.outcome(["increment", "n"], stdout: .path("/dev/full"))
+        try await tool.run("write", "n", "-int", "41")
+        let full = try await tool.outcome(["increment", "n"], stdout: .path("/dev/full"))
         #expect(full.status == 1, "\(full)")
         #expect(
             full.stderr.contains("'n' in suite 'shopfloor' is now 42 (the increment was stored)")
         )
-        let pipe = try tool.outcome(["increment", "n"], stdout: .closedPipe)
+        let pipe = try await tool.outcome(["increment", "n"], stdout: .closedPipe)
         #expect(pipe.status == 141, "\(pipe)")
         #expect(pipe.stderr.contains("is now 43"))
-        #expect(try tool.run("read", "n").stdout == "43\n")
+        #expect(try await tool.run("read", "n").stdout == "43\n")
     }
 
     @Test(
         "export writes through a link, refuses a FIFO, a directory and a device, and replaces a file atomically"
     )
-    func exportTargets() throws {
+    func exportTargets() async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "k", "-int", "7")
+        try await tool.run("write", "k", "-int", "7")
         let dir = try CommandRunner.temporaryDirectory(prefix: "export-targets")
         defer { try? FileManager.default.removeItem(at: dir) }
 
@@ -159,7 +160,7 @@ struct SuiteDefaultsRobustnessTests {
         chmod(file.path, 0o640)
         var before = stat()
         stat(file.path, &before)
-        #expect(try tool.outcome(["export", file.path, "--json"]).status == 0)
+        #expect(try await tool.outcome(["export", file.path, "--json"]).status == 0)
         var after = stat()
         stat(file.path, &after)
         #expect(after.st_ino != before.st_ino)
@@ -169,8 +170,8 @@ struct SuiteDefaultsRobustnessTests {
         // A link: the file it names is written, the link stays a link.
         let link = dir.appendingPathComponent("link.json")
         #expect(symlink(file.path, link.path) == 0)
-        try tool.run("write", "k", "-int", "8")
-        #expect(try tool.outcome(["export", link.path, "--json"]).status == 0)
+        try await tool.run("write", "k", "-int", "8")
+        #expect(try await tool.outcome(["export", link.path, "--json"]).status == 0)
         var linkInfo = stat()
         lstat(link.path, &linkInfo)
         #expect(linkInfo.st_mode & S_IFMT == S_IFLNK)
@@ -179,7 +180,7 @@ struct SuiteDefaultsRobustnessTests {
         let dangling = dir.appendingPathComponent("dangling.json")
         let target = dir.appendingPathComponent("created.json")
         #expect(symlink(target.path, dangling.path) == 0)
-        #expect(try tool.outcome(["export", dangling.path, "--json"]).status == 0)
+        #expect(try await tool.outcome(["export", dangling.path, "--json"]).status == 0)
         #expect(FileManager.default.fileExists(atPath: target.path))
 
         // Special files are refused, named, and left as they were (no hang on the FIFO).
@@ -188,7 +189,7 @@ struct SuiteDefaultsRobustnessTests {
         for (path, kind) in [
             (fifo.path, "a FIFO"), (dir.path, "a directory"), ("/dev/null", "a character device"),
         ] {
-            let refused = try tool.outcome(["export", path, "--json"])
+            let refused = try await tool.outcome(["export", path, "--json"])
             #expect(refused.status == 1, "\(path): \(refused)")
             #expect(refused.stderr.contains("\(path) is \(kind)"), "\(refused)")
         }
@@ -204,17 +205,17 @@ struct SuiteDefaultsRobustnessTests {
     }
 
     @Test("a writer waiting on a lock another process holds says so, then gives up at its timeout")
-    func heldLock() throws {
+    func heldLock() async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "k", "before")
+        try await tool.run("write", "k", "before")
         let lockFile = tool.container.appendingPathComponent("defaults.lock").path
-        let holder = try LiveProcess(
+        let holder = try await ChildProcess.start(
             URL(fileURLWithPath: "/usr/bin/flock"),
             ["--no-fork", lockFile, "-c", "echo locked; exec sleep 60"]
         )
-        #expect(holder.nextLine() == "locked")
-        let waiting = try tool.outcome(["--lock-timeout", "1.5", "write", "k", "after"])
-        _ = holder.stop(with: SIGKILL)
+        #expect(await holder.nextLine() == "locked")
+        let waiting = try await tool.outcome(["--lock-timeout", "1.5", "write", "k", "after"])
+        _ = await holder.stop(with: SIGKILL)
         #expect(waiting.status == 1, "\(waiting)")
         let lines = waiting.stderr.split(separator: "\n")
         #expect(
@@ -224,7 +225,7 @@ struct SuiteDefaultsRobustnessTests {
             "\(waiting)"
         )
         #expect(
-            lines.first?.contains("holder: process \(holder.process.processIdentifier)") == true,
+            lines.first?.contains("holder: process \(holder.processIdentifier)") == true,
             "\(waiting)"
         )
         #expect(
@@ -232,15 +233,15 @@ struct SuiteDefaultsRobustnessTests {
             "\(waiting)"
         )
         #expect(lines.last?.contains("more than 1.5 s; nothing was written") == true, "\(waiting)")
-        #expect(try tool.run("read", "k").stdout == "before\n")
+        #expect(try await tool.run("read", "k").stdout == "before\n")
         // Once released, the next writer goes through at once.
-        #expect(try tool.outcome(["--lock-timeout", "1", "write", "k", "after"]).status == 0)
+        #expect(try await tool.outcome(["--lock-timeout", "1", "write", "k", "after"]).status == 0)
     }
 
     /// Whether this machine lets an unprivileged mount namespace bind-mount read-only.
-    static let canMountReadOnly: Bool = {
+    static func canMountReadOnly() async -> Bool {
         guard
-            let outcome = try? Processes.run(
+            let outcome = try? await Processes.run(
                 URL(fileURLWithPath: "/usr/bin/unshare"),
                 [
                     "--user", "--map-root-user", "--mount", "sh", "-c",
@@ -249,19 +250,21 @@ struct SuiteDefaultsRobustnessTests {
             )
         else { return false }
         return outcome.status == 0
-    }()
+    }
 
     @Test(
         "on a read-only file system a damaged store reads as its intact backup, not as an empty suite",
-        .enabled(if: canMountReadOnly, "needs unshare with user and mount namespaces")
+        .enabled("needs unshare with user and mount namespaces") {
+            await SuiteDefaultsRobustnessTests.canMountReadOnly()
+        }
     )
-    func readOnlyFileSystem() throws {
+    func readOnlyFileSystem() async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "a", "first")
-        try tool.run("write", "a", "second")  // the backup now holds "first"
+        try await tool.run("write", "a", "first")
+        try await tool.run("write", "a", "second")  // the backup now holds "first"
         try Data("garbage".utf8).write(to: tool.storeFile)
         let home = tool.home.path
-        let outcome = try Processes.run(
+        let outcome = try await Processes.run(
             URL(fileURLWithPath: "/usr/bin/unshare"),
             [
                 "--user", "--map-root-user", "--mount", "sh", "-c",
@@ -285,10 +288,10 @@ struct SuiteDefaultsRobustnessTests {
     @Test(
         "watch reports and exits 1 when its suite's container is removed, instead of going silent"
     )
-    func watchContainerRemoved() throws {
+    func watchContainerRemoved() async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "k", "-int", "1")
-        let watch = try LiveProcess(
+        try await tool.run("write", "k", "-int", "1")
+        let watch = try await ChildProcess.start(
             SuiteDefaultsTool.binary,
             ["watch", "k"],
             environment: tool.environment
@@ -296,23 +299,23 @@ struct SuiteDefaultsRobustnessTests {
         // The first change seen proves the watch is running.
         var line: String?
         repeat {
-            try tool.run("write", "k", "-int", "\(Int.random(in: 2...1_000_000))")
-            line = watch.nextLine(timeout: 0.5)
+            try await tool.run("write", "k", "-int", "\(Int.random(in: 2...1_000_000))")
+            line = await watch.nextLine(timeout: 0.5)
         } while line == nil
         try FileManager.default.removeItem(at: tool.container)
-        let outcome = watch.wait(timeout: 30)
+        let outcome = await watch.wait(timeout: 30)
         #expect(outcome.status == 1 && !outcome.signalled, "\(outcome)")
         #expect(outcome.stderr.contains("error: the container of suite 'shopfloor'"), "\(outcome)")
         #expect(outcome.stderr.contains("was removed; stopped watching"), "\(outcome)")
     }
 
     @Test("the packages' log lines carry the suite's prefixes")
-    func logPrefixes() throws {
+    func logPrefixes() async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "a", "1")
-        try tool.run("write", "a", "2")
+        try await tool.run("write", "a", "1")
+        try await tool.run("write", "a", "2")
         try Data("garbage".utf8).write(to: tool.storeFile)
-        let outcome = try tool.outcome(["read", "a"])
+        let outcome = try await tool.outcome(["read", "a"])
         #expect(outcome.stdout == "1\n")
         let lines = outcome.stderr.split(separator: "\n")
         #expect(!lines.isEmpty)
@@ -331,10 +334,10 @@ struct SuiteDefaultsRobustnessTests {
             "-9223372036854775809", "99999999999999999999999999", "", "x", "0x10",
         ]
     )
-    func extremeValues(value: String) throws {
+    func extremeValues(value: String) async throws {
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "n", "-int", "9223372036854775806")
-        try tool.run("write", "m", "-int", "-9223372036854775807")
+        try await tool.run("write", "n", "-int", "9223372036854775806")
+        try await tool.run("write", "m", "-int", "-9223372036854775807")
         let runs: [[String]] = [
             ["--lock-timeout", value, "read"],
             ["write", "--lock-timeout", value, "k", "v"],
@@ -344,7 +347,7 @@ struct SuiteDefaultsRobustnessTests {
             ["write", "j", "-json", value], ["write", "a", "-array", "-int", value],
         ]
         for arguments in runs {
-            let outcome = try tool.outcome(arguments)
+            let outcome = try await tool.outcome(arguments)
             #expect(!outcome.isCrash, "\(arguments): \(outcome)")
             #expect([0, 1, 64].contains(outcome.status), "\(arguments): \(outcome)")
             if outcome.status != 0 {
@@ -352,18 +355,27 @@ struct SuiteDefaultsRobustnessTests {
             }
         }
         // Every acknowledged write reads back.
-        #expect(try tool.outcome(["export", "-", "--json"]).status == 0)
-        #expect(try !tool.outcome(["read"]).stderr.contains("corrupt"))
+        #expect(try await tool.outcome(["export", "-", "--json"]).status == 0)
+        #expect(try await !tool.outcome(["read"]).stderr.contains("corrupt"))
     }
 
     @Test(
         "a store forged with checksums that hold but hostile fields is moved aside and recovered, never a trap"
     )
-    func forgedStores() throws {
+    func forgedStores() async throws {
         var generator = SeededGenerator(seed: 17)
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "a", "-array", "x", "-int", "2", "-date", "2026-11-23T07:00:00Z")
-        try tool.run("write", "b", "-dict", "k", "-data", "00ff")
+        try await tool.run(
+            "write",
+            "a",
+            "-array",
+            "x",
+            "-int",
+            "2",
+            "-date",
+            "2026-11-23T07:00:00Z"
+        )
+        try await tool.run("write", "b", "-dict", "k", "-data", "00ff")
         let valid = [UInt8](try Data(contentsOf: tool.storeFile))
         var recovered = 0
         for trial in 0..<40 {
@@ -401,11 +413,11 @@ struct SuiteDefaultsRobustnessTests {
                 with: withUnsafeBytes(of: CRC32.checksum(bytes[0..<28]).littleEndian) { Array($0) }
             )
             try Data(bytes).write(to: tool.storeFile)
-            let read = try tool.outcome(["read"])
+            let read = try await tool.outcome(["read"])
             #expect(!read.isCrash && read.status == 0, "trial \(trial): \(read)")
-            let write = try tool.outcome(["write", "c", "-int", "\(trial)"])
+            let write = try await tool.outcome(["write", "c", "-int", "\(trial)"])
             #expect(!write.isCrash && write.status == 0, "trial \(trial): \(write)")
-            #expect(try tool.run("read", "c").stdout == "\(trial)\n", "trial \(trial)")
+            #expect(try await tool.run("read", "c").stdout == "\(trial)\n", "trial \(trial)")
             if read.stderr.contains("corrupt") { recovered += 1 }
         }
         // Most forgeries are caught as damage (some payload changes still decode).

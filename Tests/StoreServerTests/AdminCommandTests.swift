@@ -1,4 +1,5 @@
 import Auth
+import ChildProcesses
 import Foundation
 import Models
 import StoreServer
@@ -7,32 +8,11 @@ import Testing
 /// The `store-server` binary's administration commands, run as an operator runs them.
 @Suite("store-server administration commands", .serialized)
 struct AdminCommandTests {
-    struct Run {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    static func run(_ arguments: [String], stdin: String? = nil) throws -> Run {
-        let process = Process()
-        process.executableURL = ServerProcess.binary
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus,
-            stdout: String(decoding: out, as: UTF8.self),
-            stderr: String(decoding: err, as: UTF8.self)
+    static func run(_ arguments: [String], stdin: String? = nil) async throws -> ProcessOutcome {
+        try await ChildProcess.run(
+            ServerProcess.binary,
+            arguments,
+            stdin: .data(Data((stdin ?? "").utf8))
         )
     }
 
@@ -51,18 +31,18 @@ struct AdminCommandTests {
     )
     func migrateAndSeed(kind: DatabaseKind) async throws {
         let db = Self.database(try await TestDatabases.make(kind, demo: false))
-        let migrate = try Self.run(["migrate"] + db)
+        let migrate = try await Self.run(["migrate"] + db)
         #expect(migrate.status == 0, "\(migrate.stderr)")
-        let seed = try Self.run(["seed", "--demo"] + db)
+        let seed = try await Self.run(["seed", "--demo"] + db)
         #expect(seed.status == 0, "\(seed.stderr)")
         #expect(
             seed.stdout
-                == "loaded 6 stores, 200 customers, 1000 reservations, 500 products, user demo\n"
+                == "loaded 6 stores, 200 customers, 1000 reservations, 500 products, users demo (associate), demo-manager (manager), demo-admin (admin)\n"
         )
-        let again = try Self.run(["seed", "--demo"] + db)
+        let again = try await Self.run(["seed", "--demo"] + db)
         #expect(again.status == 0)
         #expect(again.stderr.hasPrefix("warning: "))
-        #expect(try Self.run(["seed"] + db).status == 64)
+        #expect(try await Self.run(["seed"] + db).status == 64)
     }
 
     @Test(
@@ -72,7 +52,7 @@ struct AdminCommandTests {
     func users(kind: DatabaseKind) async throws {
         let location = try await TestDatabases.make(kind)
         let db = Self.database(location)
-        let added = try Self.run(
+        let added = try await Self.run(
             [
                 "user", "add", "ana", "--display-name", "Ana Weber", "--home-store",
                 berlin.uuidString,
@@ -80,23 +60,23 @@ struct AdminCommandTests {
             stdin: "first secret\n"
         )
         #expect(added.status == 0, "\(added.stderr)")
-        let duplicate = try Self.run(["user", "add", "ana"] + db, stdin: "another secret")
+        let duplicate = try await Self.run(["user", "add", "ana"] + db, stdin: "another secret")
         #expect(duplicate.status == 1)
         #expect(duplicate.stderr == "error: user ana already exists\n")
-        let badName = try Self.run(["user", "add", "ana weber"] + db, stdin: "some secret")
+        let badName = try await Self.run(["user", "add", "ana weber"] + db, stdin: "some secret")
         #expect(badName.status == 1 && badName.stderr.contains("ana weber"))
-        let noPassword = try Self.run(["user", "add", "ben"] + db, stdin: "")
+        let noPassword = try await Self.run(["user", "add", "ben"] + db, stdin: "")
         #expect(
             noPassword.status == 64 && noPassword.stderr.hasPrefix("error: no password on stdin")
         )
-        let short = try Self.run(["user", "add", "ben"] + db, stdin: "short")
+        let short = try await Self.run(["user", "add", "ben"] + db, stdin: "short")
         #expect(short.status == 1 && short.stderr.contains("8 to 1024"))
-        let list = try Self.run(["user", "list", "--json"] + db)
+        let list = try await Self.run(["user", "list", "--json"] + db)
         let page = try JSONDecoder.shopfloor.decode(
             Page<Associate>.self,
             from: Data(list.stdout.utf8)
         )
-        #expect(page.items.map(\.username) == ["ana", "demo"])
+        #expect(page.items.map(\.username) == ["ana", "demo", "demo-admin", "demo-manager"])
         #expect(
             page.items[0]
                 == (try Associate(username: "ana", displayName: "Ana Weber", homeStoreID: berlin))
@@ -106,7 +86,10 @@ struct AdminCommandTests {
         let server = try await TestServer.start(kind, location: location)
         do {
             _ = try await SignedClient.signIn(server.url, username: "ana", password: "first secret")
-            let passwd = try Self.run(["user", "passwd", "ana"] + db, stdin: "second secret\n")
+            let passwd = try await Self.run(
+                ["user", "passwd", "ana"] + db,
+                stdin: "second secret\n"
+            )
             #expect(passwd.status == 0, "\(passwd.stderr)")
             await #expect(throws: (any Error).self) {
                 try await SignedClient.signIn(server.url, username: "ana", password: "first secret")
@@ -117,7 +100,7 @@ struct AdminCommandTests {
                 password: "second secret"
             )
             #expect(try await again.send("GET", "/v1/me").status == 200)
-            let removed = try Self.run(["user", "remove", "ana"] + db)
+            let removed = try await Self.run(["user", "remove", "ana"] + db)
             #expect(removed.status == 0)
             do {
                 _ = try await again.send("GET", "/v1/me")
@@ -133,7 +116,7 @@ struct AdminCommandTests {
             throw error
         }
         await server.stop()
-        let missing = try Self.run(["user", "remove", "ana"] + db)
+        let missing = try await Self.run(["user", "remove", "ana"] + db)
         #expect(missing.status == 3)
         #expect(missing.stderr == "error: user ana does not exist\n")
     }
@@ -144,73 +127,75 @@ struct AdminCommandTests {
     )
     func config(kind: DatabaseKind) async throws {
         let db = Self.database(try await TestDatabases.make(kind))
-        func show() throws -> [String: Any] {
-            let run = try Self.run(["config", "show"] + db)
+        func show() async throws -> [String: Any] {
+            let run = try await Self.run(["config", "show"] + db)
             #expect(run.status == 0)
             return try #require(
                 try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
             )
         }
-        let before = try #require(show()["configVersion"] as? String)
-        let set = try Self.run(
+        let before = try #require(await show()["configVersion"] as? String)
+        let set = try await Self.run(
             ["config", "set-flag", "checkInEnabled", "false", "--market", "DE"] + db
         )
         #expect(set.status == 0, "\(set.stderr)")
-        let shown = try show()
+        let shown = try await show()
         let after = try #require(shown["configVersion"] as? String)
         #expect(try SemanticVersion(parsing: after) > SemanticVersion(parsing: before))
         let flags = try #require(shown["featureFlags"] as? [String: Any])
         let checkIn = try #require(flags["checkInEnabled"] as? [String: Any])
         #expect((checkIn["markets"] as? [String: Bool])?["DE"] == false)
 
-        let wrongType = try Self.run(["config", "set-flag", "maxPartySize", "big"] + db)
+        let wrongType = try await Self.run(["config", "set-flag", "maxPartySize", "big"] + db)
         #expect(wrongType.status == 1 && wrongType.stderr.contains("maxPartySize"))
-        let newFlagScoped = try Self.run(
+        let newFlagScoped = try await Self.run(
             ["config", "set-flag", "newThing", "true", "--store", berlin.uuidString] + db
         )
         #expect(newFlagScoped.status == 1 && newFlagScoped.stderr.contains("newThing"))
-        let twoScopes = try Self.run(
+        let twoScopes = try await Self.run(
             ["config", "set-flag", "checkInEnabled", "true", "--market", "DE", "--region", "DE-BE"]
                 + db
         )
         #expect(twoScopes.status == 64)
-        let unknownStore = try Self.run(
+        let unknownStore = try await Self.run(
             ["config", "set-flag", "checkInEnabled", "true", "--store", UUID().uuidString] + db
         )
         #expect(unknownStore.status == 1 && unknownStore.stderr.contains("does not exist"))
 
         #expect(
-            try Self.run(["config", "set-minimum-version", "catalog", "2.0.0"] + db).status == 0
+            try await Self.run(["config", "set-minimum-version", "catalog", "2.0.0"] + db).status
+                == 0
         )
         #expect(
-            try Self.run(["config", "set-minimum-version", "catalog", "two"] + db).status == 64
+            try await Self.run(["config", "set-minimum-version", "catalog", "two"] + db).status
+                == 64
         )
-        #expect(((try show()["minimumClientVersions"]) as? [String: String])?["catalog"] == "2.0.0")
+        #expect(((try await show()["minimumClientVersions"]) as? [String: String])?["catalog"] == "2.0.0")
 
         let directory = try TestDatabases.temporaryDirectory("config")
         let file = directory.appendingPathComponent("config.json")
         try Data("{\"configVersion\": \"9.0.0\", \"minimumClientVersion\": \"1.0\"}".utf8).write(
             to: file
         )
-        let invalid = try Self.run(["config", "import", file.path] + db)
+        let invalid = try await Self.run(["config", "import", file.path] + db)
         #expect(invalid.status == 1)
         #expect(
             invalid.stderr.contains(file.path) && invalid.stderr.contains("minimumClientVersion")
         )
         #expect(
-            try Self.run(
+            try await Self.run(
                 ["config", "import", directory.appendingPathComponent("none.json").path] + db
             ).status == 1
         )
-        let exported = try Self.run(["config", "show"] + db).stdout
+        let exported = try await Self.run(["config", "show"] + db).stdout
         var object = try #require(
             try JSONSerialization.jsonObject(with: Data(exported.utf8)) as? [String: Any]
         )
         object["configVersion"] = "9.0.0"
         try JSONSerialization.data(withJSONObject: object).write(to: file)
-        let imported = try Self.run(["config", "import", file.path] + db)
+        let imported = try await Self.run(["config", "import", file.path] + db)
         #expect(imported.status == 0, "\(imported.stderr)")
-        let reimported = try show()
+        let reimported = try await show()
         #expect(reimported["configVersion"] as? String == "9.0.0")
         #expect(((reimported["minimumClientVersions"]) as? [String: String])?["catalog"] == "2.0.0")
     }
@@ -220,13 +205,13 @@ struct AdminCommandTests {
         let directory = try TestDatabases.temporaryDirectory("corrupt")
         let corrupt = directory.appendingPathComponent("store.sqlite")
         try Data(repeating: 0x42, count: 4096).write(to: corrupt)
-        let run = try Self.run(["migrate", "--database", corrupt.path])
+        let run = try await Self.run(["migrate", "--database", corrupt.path])
         #expect(run.status == 1)
         #expect(run.stderr.hasPrefix("error: ") && run.stderr.contains(corrupt.path))
-        let badURL = try Self.run(["migrate", "--database", "postgres://"])
+        let badURL = try await Self.run(["migrate", "--database", "postgres://"])
         #expect(badURL.status == 1 && badURL.stderr.contains("postgres://"))
-        #expect(try Self.run(["serve", "--port", "70000"]).status == 64)
-        #expect(try Self.run(["serve", "--access-token-ttl", "0"]).status == 64)
-        #expect(try Self.run(["--version"]).stdout == "0.1.0\n")
+        #expect(try await Self.run(["serve", "--port", "70000"]).status == 64)
+        #expect(try await Self.run(["serve", "--access-token-ttl", "0"]).status == 64)
+        #expect(try await Self.run(["--version"]).stdout == "0.1.0\n")
     }
 }

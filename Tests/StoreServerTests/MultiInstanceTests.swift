@@ -1,4 +1,5 @@
 import Auth
+import ChildProcesses
 import Foundation
 import Logging
 import Models
@@ -18,11 +19,11 @@ struct MultiInstanceTests {
     @Test("a signed request accepted by one instance is a replay on the other, and after a restart")
     func replayAcrossInstances() async throws {
         let location = try await TestDatabases.make(.postgres)
-        let first = try ServerProcess(location: location)
-        let second = try ServerProcess(location: location)
+        let first = try await ServerProcess(location: location)
+        let second = try await ServerProcess(location: location)
         defer {
-            first.stop()
-            second.stop()
+            first.terminate()
+            second.terminate()
         }
         let client = try await SignedClient.signIn(
             first.url,
@@ -77,9 +78,9 @@ struct MultiInstanceTests {
         )
 
         // A restarted instance still refuses the replay inside the window.
-        #expect(first.stop() == 143)
-        let restarted = try ServerProcess(location: location)
-        defer { restarted.stop() }
+        #expect(await first.stop() == 143)
+        let restarted = try await ServerProcess(location: location)
+        defer { restarted.terminate() }
         let afterRestart = try RawHTTP.send(
             port: restarted.url.port!,
             method: "GET",
@@ -100,15 +101,15 @@ struct MultiInstanceTests {
     )
     func idempotencyAcrossInstances() async throws {
         let location = try await TestDatabases.make(.postgres)
-        let first = try ServerProcess(location: location)
-        let second = try ServerProcess(location: location)
+        let first = try await ServerProcess(location: location)
+        let second = try await ServerProcess(location: location)
         defer {
-            first.stop()
-            second.stop()
+            first.terminate()
+            second.terminate()
         }
         let signedIn = try await SignedClient.signIn(
             first.url,
-            username: DemoData.username,
+            username: DemoData.adminUsername,
             password: DemoData.password
         )
         // A second client on the other instance with the same session: the token file copied
@@ -130,7 +131,7 @@ struct MultiInstanceTests {
             directory: copy
         )
         let me: Associate = try await other.send("GET", "/v1/me").decode()
-        #expect(me.username == DemoData.username)
+        #expect(me.username == DemoData.adminUsername)
 
         let reservation = try await firstReservation(signedIn, store: newYork)
         let path = "/v1/reservations/\(reservation.id.uuidString)/check-in"
@@ -160,14 +161,14 @@ struct MultiInstanceTests {
     @Test("SIGINT drains and exits 130; the first stdout line names the port")
     func signals() async throws {
         let location = try await TestDatabases.make(.sqlite)
-        let server = try ServerProcess(location: location)
+        let server = try await ServerProcess(location: location)
         #expect(server.url.host == "127.0.0.1" && (server.url.port ?? 0) > 0)
         let health: ServerHealth = try await PlainHTTP.send(
             "GET",
             server.url.appendingPathComponent("health")
         ).decode()
         #expect(health.status == "ok")
-        #expect(server.stop(SIGINT) == 130)
+        #expect(await server.stop(SIGINT) == 130)
     }
 }
 
@@ -177,7 +178,7 @@ struct LifecycleTests {
     @Test("SIGTERM lets a request in flight finish before the process exits 143")
     func drainsInFlight() async throws {
         let location = try await TestDatabases.make(.sqlite)
-        let server = try ServerProcess(location: location)
+        let server = try await ServerProcess(location: location)
         let port = Int32(server.url.port!)
         // A sign-in whose body is only half sent: the handler is waiting for the rest.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -202,7 +203,7 @@ struct LifecycleTests {
             try await PlainHTTP.send("GET", server.url.appendingPathComponent("health")).status
                 == 200
         )
-        kill(server.process.processIdentifier, SIGTERM)
+        server.child.signal(SIGTERM)
         let rest = String(form.dropFirst(10))
         _ = rest.withCString { write(fd, $0, strlen($0)) }
         var response = [UInt8](repeating: 0, count: 4096)
@@ -210,13 +211,13 @@ struct LifecycleTests {
         let text = String(decoding: response.prefix(max(0, count)), as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 200"), "\(text)")
         #expect(text.contains("access_token"))
-        #expect(server.stop() == 143)
+        #expect(await server.stop() == 143)
     }
 
     @Test("logs name requests by id and never carry a password, token, signing key or signature")
     func logsWithoutSecrets() async throws {
         let location = try await TestDatabases.make(.sqlite)
-        let server = try ServerProcess(location: location, quiet: false)
+        let server = try await ServerProcess(location: location, quiet: false)
         let client = try await SignedClient.signIn(
             server.url,
             username: DemoData.username,
@@ -231,11 +232,8 @@ struct LifecycleTests {
             ]
         )
         let credentials = try #require(try TokenStore(directory: client.directory).load())
-        #expect(server.stop() == 143)
-        let log = String(
-            decoding: server.stderr.fileHandleForReading.readDataToEndOfFile(),
-            as: UTF8.self
-        )
+        #expect(await server.stop() == 143)
+        let log = await server.errors()
         // The suite's log handler writes `key: value` metadata.
         #expect(log.contains("request_id: log-check-1") || log.contains("request_id=log-check-1"))
         #expect(log.contains("path: /v1/me") || log.contains("path=/v1/me"))
@@ -399,7 +397,7 @@ struct EndToEndTests {
                 passwordIterations: testPasswordCost,
                 logger: TestDatabases.logger
             )
-            let counts = try await admin.sessionCounts(DemoData.username)
+            let counts = try await admin.sessionCounts(DemoData.adminUsername)
             await admin.close()
             #expect(counts.refreshTokens == 2, "one from the sign-in, one from the single refresh")
         } catch {
@@ -412,38 +410,32 @@ struct EndToEndTests {
     @Test("two client processes with one expired sign-in refresh exactly once between them")
     func oneRefreshAcrossProcesses() async throws {
         let location = try await TestDatabases.make(.postgres)
-        let short = try ServerProcess(location: location, extra: ["--access-token-ttl", "1"])
+        let short = try await ServerProcess(location: location, extra: ["--access-token-ttl", "1"])
         let client = try await SignedClient.signIn(
             short.url,
             username: DemoData.username,
             password: DemoData.password
         )
-        #expect(short.stop() == 143)
+        #expect(await short.stop() == 143)
         try await Task.sleep(for: .milliseconds(1_100))
-        let server = try ServerProcess(location: location, port: short.url.port!)
-        defer { server.stop() }
+        let server = try await ServerProcess(location: location, port: short.url.port!)
+        defer { server.terminate() }
         let peer = ServerProcess.binary.deletingLastPathComponent().appendingPathComponent(
             "AuthPeer"
         )
-        var peers: [(Process, Pipe)] = []
+        var peers: [ChildProcess] = []
         for _ in 0..<2 {
-            let process = Process()
-            process.executableURL = peer
-            process.arguments = [server.url.absoluteString, client.directory.path, "/v1/me", "200"]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            peers.append((process, output))
-        }
-        for (process, output) in peers {
-            let text = String(
-                decoding: output.fileHandleForReading.readDataToEndOfFile(),
-                as: UTF8.self
+            peers.append(
+                try await ChildProcess.start(
+                    peer,
+                    [server.url.absoluteString, client.directory.path, "/v1/me", "200"]
+                )
             )
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(text)")
-            #expect(text.contains("ok 200"))
+        }
+        for process in peers {
+            let outcome = await process.wait()
+            #expect(outcome.status == 0, "\(outcome)")
+            #expect(outcome.stdout.contains("ok 200"))
         }
         let admin = try await StoreAdmin.open(
             location,

@@ -10,6 +10,11 @@ struct SignedIn: Sendable {
     var subject: String
     var sessionID: String
     var keyID: String
+    /// What the user may see, read from the database for this request.
+    var access = Access(role: .associate, homeStoreID: nil, scope: .only([]))
+
+    /// The stores the caller may see.
+    var scope: StoreScope { access.scope }
 }
 
 /// Checks bearer tokens and request signatures, and issues tokens, with Auth's
@@ -41,8 +46,8 @@ final class AuthGate: Sendable {
     }
 
     /// Checks the bearer token and the signature of `request` over `body`.
-    func authenticate(_ request: Request, body: [UInt8], now: Date = Date()) async throws(APIError)
-        -> SignedIn
+    func authenticate(_ request: Request, body: [UInt8], scheme: String, now: Date = Date())
+        async throws(APIError) -> SignedIn
     {
         let session: AuthSession
         do {
@@ -62,9 +67,6 @@ final class AuthGate: Sendable {
                 headers: error.isTransient ? [(.retryAfter, "1")] : [(.wwwAuthenticate, "Bearer")]
             )
         }
-        let scheme =
-            request.headers[.forwardedProto].flatMap { $0 == "https" || $0 == "http" ? $0 : nil }
-            ?? "http"
         let target = "\(scheme)://\(request.head.authority ?? "")\(request.uri.string)"
         let headers = SignedRequestHeaders { name in
             guard let field = HTTPField.Name(name) else { return nil }

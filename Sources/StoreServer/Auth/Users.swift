@@ -33,48 +33,132 @@ public struct UserError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// The `users` table.
+/// What a signed-in user may see: their role and the stores in scope.
+struct Access: Sendable, Equatable {
+    var role: Role
+    var homeStoreID: UUID?
+    var scope: StoreScope
+}
+
+/// The `users` and `user_stores` tables.
 struct UserRepository: Sendable {
     let database: StoreDatabase
 
+    private static let columns =
+        "u.username, u.display_name, u.home_store_id, u.password_hash, u.created_at, u.role, us.store_id"
+
     func user(_ username: String) async throws -> StoredUser? {
-        guard
-            let row = try await database.sql.raw(
-                "SELECT username, display_name, home_store_id, password_hash, created_at FROM users WHERE username = \(bind: username)"
-            ).first()
-        else { return nil }
-        return try Self.user(row)
+        try Self.users(
+            try await database.sql.raw(
+                """
+                SELECT \(unsafeRaw: Self.columns) FROM users u LEFT JOIN user_stores us ON us.username = u.username
+                WHERE u.username = \(bind: username) ORDER BY us.store_id
+                """
+            ).all()
+        ).first
     }
 
     func all() async throws -> [StoredUser] {
-        try await database.sql.raw(
-            "SELECT username, display_name, home_store_id, password_hash, created_at FROM users ORDER BY username"
-        ).all().map(Self.user)
-    }
-
-    private static func user(_ row: any SQLRow) throws -> StoredUser {
-        StoredUser(
-            associate: try Associate(
-                username: row.string("username"),
-                displayName: row.string("display_name"),
-                homeStoreID: row.optionalString("home_store_id").flatMap(UUID.init(uuidString:))
-            ),
-            passwordHash: try row.string("password_hash"),
-            createdAt: try row.instant("created_at")
+        try Self.users(
+            try await database.sql.raw(
+                """
+                SELECT \(unsafeRaw: Self.columns) FROM users u LEFT JOIN user_stores us ON us.username = u.username
+                ORDER BY u.username, us.store_id
+                """
+            ).all()
         )
     }
 
-    /// Inserts a user; false when the name is taken.
+    /// Users from rows ordered by user name, one row per store (or one without a store).
+    private static func users(_ rows: [any SQLRow]) throws -> [StoredUser] {
+        var users: [StoredUser] = []
+        for row in rows {
+            let username = try row.string("username")
+            let store = try row.optionalString("store_id").flatMap(UUID.init(uuidString:))
+            if let last = users.last, last.associate.username == username {
+                if let store { users[users.count - 1].associate.storeIDs.append(store) }
+                continue
+            }
+            let roleText = try row.string("role")
+            guard let role = Role(rawValue: roleText) else {
+                throw StoredDataError(
+                    "user \(username) has the unknown role '\(roleText.prefix(20))'"
+                )
+            }
+            users.append(
+                StoredUser(
+                    associate: try Associate(
+                        username: username,
+                        displayName: row.string("display_name"),
+                        homeStoreID: row.optionalString("home_store_id").flatMap(
+                            UUID.init(uuidString:)
+                        ),
+                        role: role,
+                        storeIDs: store.map { [$0] } ?? []
+                    ),
+                    passwordHash: try row.string("password_hash"),
+                    createdAt: try row.instant("created_at")
+                )
+            )
+        }
+        return users
+    }
+
+    /// What `username` may see: their role and stores, read on every request so a change
+    /// takes effect at once. A user that no longer exists sees nothing.
+    func access(_ username: String) async throws -> Access {
+        guard let user = try await user(username) else {
+            return Access(role: .associate, homeStoreID: nil, scope: .only([]))
+        }
+        let associate = user.associate
+        return Access(
+            role: associate.role,
+            homeStoreID: associate.homeStoreID,
+            scope: associate.role.seesEveryStore ? .everyStore : .only(associate.storeIDs)
+        )
+    }
+
+    /// Sets a user's role and stores (the first store is the home store).
+    /// - Returns: false when there is no such user.
+    func setAccess(_ username: String, role: Role, stores: [UUID], now: Date) async throws -> Bool {
+        try await database.transaction { sql in
+            let updated = try await sql.raw(
+                """
+                UPDATE users SET role = \(bind: role.rawValue), home_store_id = \(bind: stores.first?.uuidString),
+                    updated_at = \(bind: DBTime.millis(now))
+                WHERE username = \(bind: username) RETURNING username
+                """
+            ).all()
+            guard !updated.isEmpty else { return false }
+            try await sql.raw("DELETE FROM user_stores WHERE username = \(bind: username)").run()
+            for store in stores {
+                try await sql.raw(
+                    "INSERT INTO user_stores (username, store_id) VALUES (\(bind: username), \(bind: store.uuidString))"
+                ).run()
+            }
+            return true
+        }
+    }
+
+    /// Inserts a user with their role and stores; false when the name is taken.
     func insert(_ associate: Associate, passwordHash: String, now: Date) async throws -> Bool {
-        let rows = try await database.sql.raw(
-            """
-            INSERT INTO users (username, display_name, home_store_id, password_hash, created_at, updated_at)
-            VALUES (\(bind: associate.username), \(bind: associate.displayName), \(bind: associate.homeStoreID?.uuidString),
-                    \(bind: passwordHash), \(bind: DBTime.millis(now)), \(bind: DBTime.millis(now)))
-            ON CONFLICT (username) DO NOTHING RETURNING username
-            """
-        ).all()
-        return !rows.isEmpty
+        try await database.transaction { sql in
+            let rows = try await sql.raw(
+                """
+                INSERT INTO users (username, display_name, home_store_id, password_hash, created_at, updated_at, role)
+                VALUES (\(bind: associate.username), \(bind: associate.displayName), \(bind: associate.homeStoreID?.uuidString),
+                        \(bind: passwordHash), \(bind: DBTime.millis(now)), \(bind: DBTime.millis(now)), \(bind: associate.role.rawValue))
+                ON CONFLICT (username) DO NOTHING RETURNING username
+                """
+            ).all()
+            guard !rows.isEmpty else { return false }
+            for store in associate.storeIDs {
+                try await sql.raw(
+                    "INSERT INTO user_stores (username, store_id) VALUES (\(bind: associate.username), \(bind: store.uuidString))"
+                ).run()
+            }
+            return true
+        }
     }
 
     /// Replaces a password hash; false when there is no such user.
@@ -90,61 +174,5 @@ struct UserRepository: Sendable {
             "DELETE FROM users WHERE username = \(bind: username) RETURNING username"
         ).all())
         .isEmpty
-    }
-}
-
-/// Failed sign-ins per user name and per client address, counted in the database so every
-/// instance enforces the same limit.
-struct SignInLimiter: Sendable {
-    let database: StoreDatabase
-    /// Failures allowed per user name within `window`.
-    var perUser = 5
-    /// Failures allowed per client address within `window`.
-    var perAddress = 20
-    /// The counting window in seconds.
-    var window: Int64 = 900
-
-    /// Seconds to wait when either bucket is full, else nil.
-    func retryAfter(username: String, address: String, now: Date) async throws -> Int64? {
-        let nowMillis = DBTime.millis(now)
-        let buckets = ["user:" + username.lowercased(), "addr:" + address]
-        let rows = try await database.sql.raw(
-            "SELECT bucket, failures, window_start FROM signin_failures WHERE bucket IN (\(binds: buckets))"
-        ).all()
-        var wait: Int64?
-        for row in rows {
-            let bucket = try row.string("bucket")
-            let failures = try row.int("failures")
-            let start = try row.int("window_start")
-            let limit = bucket.hasPrefix("user:") ? perUser : perAddress
-            let ends = start + window * 1000
-            if failures >= limit, ends > nowMillis {
-                wait = max(wait ?? 0, (ends - nowMillis + 999) / 1000)
-            }
-        }
-        return wait
-    }
-
-    /// Counts one failure in both buckets (a new window when the old one has passed).
-    func recordFailure(username: String, address: String, now: Date) async throws {
-        let nowMillis = DBTime.millis(now)
-        let cutoff = nowMillis - window * 1000
-        for bucket in ["user:" + username.lowercased(), "addr:" + address] {
-            try await database.sql.raw(
-                """
-                INSERT INTO signin_failures (bucket, failures, window_start) VALUES (\(bind: bucket), 1, \(bind: nowMillis))
-                ON CONFLICT (bucket) DO UPDATE SET
-                    failures = CASE WHEN signin_failures.window_start < \(bind: cutoff) THEN 1 ELSE signin_failures.failures + 1 END,
-                    window_start = CASE WHEN signin_failures.window_start < \(bind: cutoff) THEN \(bind: nowMillis) ELSE signin_failures.window_start END
-                """
-            ).run()
-        }
-    }
-
-    /// Forgets a user name's failures after a good sign-in.
-    func clear(username: String) async throws {
-        try await database.sql.raw(
-            "DELETE FROM signin_failures WHERE bucket = \(bind: "user:" + username.lowercased())"
-        ).run()
     }
 }

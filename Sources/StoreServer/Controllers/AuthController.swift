@@ -19,6 +19,18 @@ struct AuthController {
     {
         var request = request
         let body = try await request.collect(limit: BodyLimit.form)
+        do {
+            _ = try Parse.formFields(body)
+        } catch {
+            throw APIError.auth(
+                ProblemDetails(
+                    type: AuthProblemType.invalidRequest,
+                    title: "Bad token request",
+                    status: 400,
+                    detail: error.problem.detail
+                )
+            )
+        }
         let grant: TokenGrant
         do {
             grant = try TokenGrant.parse(formBody: body)
@@ -28,7 +40,7 @@ struct AuthController {
                     type: AuthProblemType.invalidRequest,
                     title: "Bad token request",
                     status: 400,
-                    detail: (error as? AuthError)?.message
+                    detail: error.message
                 )
             )
         }
@@ -53,7 +65,7 @@ struct AuthController {
     @Sendable func revoke(_ request: Request, context: StoreRequestContext) async throws -> Response
     {
         var request = request
-        let fields = FormEncoding.decode(try await request.collect(limit: BodyLimit.form))
+        let fields = try Parse.formFields(try await request.collect(limit: BodyLimit.form))
         guard let token = fields["token"], !token.isEmpty else {
             throw APIError.auth(
                 ProblemDetails(

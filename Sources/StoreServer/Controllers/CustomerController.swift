@@ -16,18 +16,27 @@ struct CustomerController {
     @Sendable func list(_ request: Request, context: StoreRequestContext) async throws -> Response {
         let page = try Parse.page(request, cursorValues: 3)
         let text = try Parse.searchText(request)
-        return try Reply.json(try await service.customers(matching: text, page))
+        let store = request.uri.queryParameters.get("store")
+        return try Reply.json(
+            try await service.customers(
+                matching: text,
+                store: store,
+                page,
+                for: try context.caller()
+            )
+        )
     }
 
     @Sendable func show(_ request: Request, context: StoreRequestContext) async throws -> Response {
-        try Reply.json(try await service.customer(id: try Parse.id(context)))
+        let id = try Parse.id(context)
+        return try Reply.json(try await service.customer(id: id, for: try context.caller()))
     }
 
     @Sendable func create(_ request: Request, context: StoreRequestContext) async throws -> Response
     {
         var request = request
         let new = try Parse.json(NewCustomer.self, try await request.bodyBytes())
-        let customer = try await service.create(new)
+        let customer = try await service.create(new, for: try context.caller())
         return try Reply.json(
             customer,
             status: .created,

@@ -31,10 +31,20 @@ struct HealthController {
     @Sendable func metricsText(_ request: Request, context: StoreRequestContext) async throws
         -> Response
     {
-        Reply.bytes(
+        // Operators' numbers: only for the machine itself (and what runs on it, a scraper).
+        guard Self.isLoopback(context.peerAddress) else {
+            throw APIError.notFound("no route GET /metrics")
+        }
+        return Reply.bytes(
             metrics.map { Data($0.emitToBuffer()) } ?? Data(),
             contentType: "text/plain; version=0.0.4; charset=utf-8"
         )
+    }
+
+    /// Whether `address` is the machine itself (127.0.0.0/8, ::1, or IPv4 on IPv6).
+    static func isLoopback(_ address: String) -> Bool {
+        TrustedProxies([TrustedProxies.Range("127.0.0.0/8")!, TrustedProxies.Range("::1")!])
+            .trusts(address)
     }
 
     @Sendable func openAPI(_ request: Request, context: StoreRequestContext) async throws

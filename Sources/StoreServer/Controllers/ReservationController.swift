@@ -23,8 +23,8 @@ struct ReservationController {
     {
         let page = try Parse.page(request, cursorValues: 2)
         let query = request.uri.queryParameters
-        var filter = Repository.ReservationFilter()
-        filter.text = try Parse.searchText(request)
+        var search = ReservationService.Search()
+        search.filter.text = try Parse.searchText(request)
         if let date = query.get("date") {
             guard date.utf8.count == 10, (try? RFC3339.date(from: date + "T00:00:00Z")) != nil
             else {
@@ -32,7 +32,7 @@ struct ReservationController {
                     "query parameter 'date' must be a calendar day YYYY-MM-DD, got '\(date.prefix(20))'"
                 )
             }
-            filter.date = date
+            search.filter.date = date
         }
         for value in query.getAll("status").flatMap({ $0.split(separator: ",") }) {
             let name = value.trimmingCharacters(in: .whitespaces)
@@ -42,16 +42,28 @@ struct ReservationController {
                     "query parameter 'status' has '\(name.prefix(30))'; use \(known)"
                 )
             }
-            if !filter.statuses.contains(status) { filter.statuses.append(status) }
+            if !search.filter.statuses.contains(status) { search.filter.statuses.append(status) }
         }
         if let store = query.get("store") {
-            filter.storeID = try Parse.uuid(store, name: "query parameter 'store'")
+            guard UUID(uuidString: store) != nil || Store.isShortName(store) else {
+                throw APIError.badRequest(
+                    "query parameter 'store' is neither a store id nor a short name: '\(store.prefix(40))'"
+                )
+            }
+            search.store = store
         }
-        return try Reply.json(try await service.search(filter, page))
+        if let all = query.get("allStores") {
+            guard let value = Bool(all) else {
+                throw APIError.badRequest("query parameter 'allStores' must be true or false")
+            }
+            search.allStores = value
+        }
+        return try Reply.json(try await service.search(search, page, for: try context.caller()))
     }
 
     @Sendable func show(_ request: Request, context: StoreRequestContext) async throws -> Response {
-        try Self.present(try await service.reservation(id: try Parse.id(context)))
+        let id = try Parse.id(context)
+        return try Self.present(try await service.reservation(id: id, for: try context.caller()))
     }
 
     @Sendable func showByCode(_ request: Request, context: StoreRequestContext) async throws
@@ -67,7 +79,9 @@ struct ReservationController {
                 "path parameter 'code' is not a confirmation code: \(ValidationError(error)?.reason ?? "unreadable")"
             )
         }
-        return try Self.present(try await service.reservation(code: code))
+        return try Self.present(
+            try await service.reservation(code: code, for: try context.caller())
+        )
     }
 
     @Sendable func create(_ request: Request, context: StoreRequestContext) async throws
@@ -75,7 +89,7 @@ struct ReservationController {
     {
         var request = request
         let new = try Parse.json(NewReservation.self, try await request.bodyBytes())
-        let detail = try await service.create(new, by: try context.caller().subject)
+        let detail = try await service.create(new, for: try context.caller())
         return try Self.present(
             detail,
             status: .created,
@@ -109,7 +123,7 @@ struct ReservationController {
                 id,
                 changes,
                 expected: expected,
-                by: try context.caller().subject
+                for: try context.caller()
             )
         )
     }
@@ -119,7 +133,7 @@ struct ReservationController {
     {
         let id = try Parse.id(context)
         return try Self.present(
-            try await service.transition(id, to: .checkedIn, by: try context.caller().subject)
+            try await service.transition(id, to: .checkedIn, for: try context.caller())
         )
     }
 
@@ -128,7 +142,7 @@ struct ReservationController {
     {
         let id = try Parse.id(context)
         return try Self.present(
-            try await service.transition(id, to: .cancelled, by: try context.caller().subject)
+            try await service.transition(id, to: .cancelled, for: try context.caller())
         )
     }
 

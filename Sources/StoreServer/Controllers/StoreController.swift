@@ -13,10 +13,17 @@ struct StoreController {
     }
 
     @Sendable func list(_ request: Request, context: StoreRequestContext) async throws -> Response {
-        try Reply.json(try await service.stores(try Parse.page(request, cursorValues: 2)))
+        let page = try Parse.page(request, cursorValues: 2)
+        return try Reply.json(try await service.stores(page, for: try context.caller()))
     }
 
     @Sendable func show(_ request: Request, context: StoreRequestContext) async throws -> Response {
-        try Reply.json(try await service.store(id: try Parse.id(context)))
+        let reference = context.parameters.get("id") ?? ""
+        guard UUID(uuidString: reference) != nil || Store.isShortName(reference) else {
+            throw APIError.badRequest(
+                "path parameter 'id' is neither a store id nor a short name: '\(reference.prefix(40))'"
+            )
+        }
+        return try Reply.json(try await service.store(reference, for: try context.caller()))
     }
 }

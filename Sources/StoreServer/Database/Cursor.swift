@@ -33,7 +33,9 @@ struct PageCursor: Equatable {
         let parts = decoded.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(
             String.init
         )
-        guard parts.count == count + 1, parts[0] == "v1" else { return nil }
+        guard parts.count == count + 1, parts[0] == "v1",
+            parts.allSatisfy({ StorableText.problem(in: $0, controls: true) == nil })
+        else { return nil }
         values = Array(parts.dropFirst())
     }
 }

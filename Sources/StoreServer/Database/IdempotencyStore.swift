@@ -8,12 +8,16 @@ internal import SQLKit
 
 /// `Idempotency-Key` records in the database, shared by every instance.
 ///
-/// The first request with a key inserts a `pending` record (one `INSERT … ON CONFLICT DO
-/// NOTHING`: of concurrent requests, in any process, exactly one wins) and runs; its final
-/// answer (status, body, `ETag`/`Location`) is stored. Every other request with the key waits
-/// for that answer and returns it with `Idempotency-Replayed: true`. A record whose owner
-/// died (its lock passed without an answer) is taken over by the next request. 5xx answers
-/// are not kept, so a retry runs again. Records are kept for 24 hours.
+/// The first request with a key reserves it: one `INSERT … ON CONFLICT DO NOTHING` of a
+/// `pending` record with a random owner token (of concurrent requests, in any process, exactly
+/// one wins), committed before the request runs. The request then runs as one unit of work
+/// whose last statement completes the record with the answer (status, body, `ETag`/`Location`)
+/// only if the request still owns it: the write and its record commit together or not at all.
+/// Every other request with the key waits for that answer and returns it with
+/// `Idempotency-Replayed: true`. A record whose owner died (its lock passed without an answer:
+/// nothing was applied, since the answer commits with the write) is taken over by the next
+/// request; the old owner, should it still try to finish, no longer owns it and rolls back.
+/// 5xx answers are not kept, so a retry runs again. Records are kept for 24 hours.
 struct IdempotencyStore: Sendable {
     let database: StoreDatabase
     /// How long a pending record belongs to its owner before another request may take over.
@@ -28,8 +32,15 @@ struct IdempotencyStore: Sendable {
     }
 
     enum Outcome {
-        case proceed
+        /// Run the request; complete or abandon the record as `owner`.
+        case proceed(owner: String)
         case replay(StoredResponse)
+    }
+
+    /// The record was taken over by another request (this one ran past its lock): its write
+    /// must not be kept.
+    struct LostClaim: Error, CustomStringConvertible {
+        var description: String { "the Idempotency-Key record was taken over by a retry" }
     }
 
     /// Checks a key's form: 1–255 visible ASCII characters.
@@ -47,16 +58,17 @@ struct IdempotencyStore: Sendable {
     func begin(subject: String, key: String, fingerprint: String) async throws -> Outcome {
         let deadline = Date() + waitSeconds
         var delay: UInt64 = 2_000_000
+        let owner = UUID().uuidString
         while true {
             let now = DBTime.millis(Date())
             let inserted = try await database.sql.raw(
                 """
-                INSERT INTO idempotency_keys (subject, key, fingerprint, state, created_at, locked_until)
-                VALUES (\(bind: subject), \(bind: key), \(bind: fingerprint), 'pending', \(bind: now), \(bind: now + lockSeconds * 1000))
+                INSERT INTO idempotency_keys (subject, key, fingerprint, state, created_at, locked_until, owner)
+                VALUES (\(bind: subject), \(bind: key), \(bind: fingerprint), 'pending', \(bind: now), \(bind: now + lockSeconds * 1000), \(bind: owner))
                 ON CONFLICT (subject, key) DO NOTHING RETURNING key
                 """
             ).all()
-            if !inserted.isEmpty { return .proceed }
+            if !inserted.isEmpty { return .proceed(owner: owner) }
             guard
                 let row = try await database.sql.raw(
                     "SELECT fingerprint, state, status, headers, body, locked_until FROM idempotency_keys WHERE subject = \(bind: subject) AND key = \(bind: key)"
@@ -91,12 +103,12 @@ struct IdempotencyStore: Sendable {
             if lockedUntil < now {
                 let taken = try await database.sql.raw(
                     """
-                    UPDATE idempotency_keys SET locked_until = \(bind: now + lockSeconds * 1000)
+                    UPDATE idempotency_keys SET locked_until = \(bind: now + lockSeconds * 1000), owner = \(bind: owner)
                     WHERE subject = \(bind: subject) AND key = \(bind: key) AND state = 'pending' AND locked_until = \(bind: lockedUntil)
                     RETURNING key
                     """
                 ).all()
-                if !taken.isEmpty { return .proceed }
+                if !taken.isEmpty { return .proceed(owner: owner) }
             }
             guard Date() < deadline else {
                 throw APIError(
@@ -115,24 +127,33 @@ struct IdempotencyStore: Sendable {
         }
     }
 
-    /// Stores the final answer of the request that claimed `key`.
-    func complete(subject: String, key: String, response: StoredResponse) async throws {
+    /// Stores the final answer of the request that claimed `key` as `owner`; run it as the last
+    /// statement of the request's unit of work, so the answer commits with the write.
+    /// - Throws: ``LostClaim`` when another request took the record over meanwhile.
+    func complete(subject: String, key: String, owner: String, response: StoredResponse)
+        async throws
+    {
         let headers = String(
             decoding: try JSONEncoder.shopfloor.encode(response.headers),
             as: UTF8.self
         )
-        try await database.sql.raw(
+        let updated = try await database.sql.raw(
             """
             UPDATE idempotency_keys SET state = 'done', status = \(bind: response.status), headers = \(bind: headers), body = \(bind: response.body)
-            WHERE subject = \(bind: subject) AND key = \(bind: key)
+            WHERE subject = \(bind: subject) AND key = \(bind: key) AND state = 'pending' AND owner = \(bind: owner)
+            RETURNING key
             """
-        ).run()
+        ).all()
+        guard !updated.isEmpty else { throw LostClaim() }
     }
 
-    /// Gives a key up after a 5xx answer, so a retry runs again.
-    func abandon(subject: String, key: String) async throws {
+    /// Gives a key up (nothing was kept: a 5xx answer, a failure), so a retry runs again.
+    func abandon(subject: String, key: String, owner: String) async throws {
         try await database.sql.raw(
-            "DELETE FROM idempotency_keys WHERE subject = \(bind: subject) AND key = \(bind: key) AND state = 'pending'"
+            """
+            DELETE FROM idempotency_keys
+            WHERE subject = \(bind: subject) AND key = \(bind: key) AND state = 'pending' AND owner = \(bind: owner)
+            """
         ).run()
     }
 

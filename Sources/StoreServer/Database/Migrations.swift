@@ -1,13 +1,17 @@
 internal import Foundation
 public import Logging
+internal import Models
 internal import SQLKit
 
 /// One versioned schema step. The SQL is written once for both databases: `{INT}` becomes
-/// `INTEGER` (SQLite) or `BIGINT` (PostgreSQL) and `{BLOB}` becomes `BLOB` or `BYTEA`.
+/// `INTEGER` (SQLite) or `BIGINT` (PostgreSQL) and `{BLOB}` becomes `BLOB` or `BYTEA`. A step
+/// may end with Swift code (`then`) that runs in the same transaction, for data SQL alone
+/// cannot derive.
 struct Migration: Sendable {
     var version: Int
     var name: String
     var statements: [String]
+    var then: (@Sendable (any SQLDatabase) async throws -> Void)? = nil
 }
 
 /// The server's schema history. Append new steps; never edit a released one.
@@ -112,6 +116,60 @@ enum Migrations {
                 """,
             ]
         ),
+        Migration(
+            version: 100,
+            name: "idempotency records name the request that owns them",
+            statements: ["ALTER TABLE idempotency_keys ADD COLUMN owner TEXT"]
+        ),
+        Migration(
+            version: 200,
+            name: "roles and stores of users, stores' short names, customers' stores",
+            statements: [
+                "ALTER TABLE users ADD COLUMN role TEXT NOT NULL DEFAULT 'associate'",
+                """
+                CREATE TABLE user_stores (
+                    username TEXT NOT NULL REFERENCES users (username) ON DELETE CASCADE,
+                    store_id TEXT NOT NULL REFERENCES stores (id),
+                    PRIMARY KEY (username, store_id))
+                """,
+                "CREATE INDEX user_stores_by_store ON user_stores (store_id)",
+                """
+                INSERT INTO user_stores (username, store_id)
+                SELECT u.username, u.home_store_id FROM users u JOIN stores s ON s.id = u.home_store_id
+                """,
+                "ALTER TABLE stores ADD COLUMN short_name TEXT",
+                "ALTER TABLE customers ADD COLUMN store_id TEXT REFERENCES stores (id)",
+                "CREATE INDEX customers_by_store ON customers (store_id)",
+                "CREATE INDEX reservations_by_store ON reservations (store_id, starts_at, id)",
+            ],
+            then: { sql in
+                for row in try await sql.raw("SELECT id, name FROM stores ORDER BY name, id").all()
+                {
+                    let name = try await Repository.freeShortName(
+                        Store.shortName(for: row.string("name")),
+                        on: sql
+                    )
+                    try await sql.raw(
+                        "UPDATE stores SET short_name = \(bind: name) WHERE id = \(bind: try row.string("id"))"
+                    ).run()
+                }
+                try await sql.raw("CREATE UNIQUE INDEX stores_by_short_name ON stores (short_name)")
+                    .run()
+            }
+        ),
+        Migration(
+            version: 201,
+            name: "sign-in attempts reserved per user and address, user, and address",
+            statements: [
+                """
+                CREATE TABLE signin_attempts (
+                    bucket TEXT PRIMARY KEY, failures {INT} NOT NULL, in_flight {INT} NOT NULL,
+                    window_start {INT} NOT NULL, last_attempt {INT} NOT NULL)
+                """,
+                "CREATE INDEX signin_attempts_by_window ON signin_attempts (window_start)",
+                "DROP TABLE signin_failures",
+            ]
+        ),
     ]
 
     /// The newest schema version this server knows.
@@ -156,6 +214,7 @@ enum Migrations {
                         )
                     try await sql.raw(SQLQueryString(text)).run()
                 }
+                try await migration.then?(sql)
                 try await sql.raw(
                     """
                     INSERT INTO schema_migrations (version, name, applied_at)

@@ -2,18 +2,21 @@ internal import Foundation
 internal import Models
 internal import SQLKit
 
-/// Queries for stores, customers, reservations and products.
+/// Queries for stores, customers, reservations and products. Every query for stores,
+/// customers and reservations takes the caller's ``StoreScope`` and sees nothing outside it.
 struct Repository: Sendable {
     let database: StoreDatabase
     var sql: any SQLDatabase { database.sql }
 
     // MARK: Stores
 
-    func stores(_ page: PageRequest) async throws -> Page<Store> {
-        var query: SQLQueryString = "SELECT \(unsafeRaw: ModelRows.storeColumns) FROM stores s"
+    func stores(_ page: PageRequest, scope: StoreScope) async throws -> Page<Store> {
+        var query: SQLQueryString =
+            "SELECT \(unsafeRaw: ModelRows.storeColumns) FROM stores s WHERE "
+            + scope.condition("s.id")
         if let cursor = page.cursor {
             query +=
-                " WHERE (s.name > \(bind: cursor.values[0]) OR (s.name = \(bind: cursor.values[0]) AND s.id > \(bind: cursor.values[1])))"
+                " AND (s.name > \(bind: cursor.values[0]) OR (s.name = \(bind: cursor.values[0]) AND s.id > \(bind: cursor.values[1])))"
         }
         query += " ORDER BY s.name, s.id LIMIT \(literal: page.limit + 1)"
         let rows = try await sql.raw(query).all()
@@ -21,26 +24,61 @@ struct Repository: Sendable {
         return paged(stores, limit: page.limit) { PageCursor([$0.name, $0.id.uuidString]) }
     }
 
-    func store(id: UUID) async throws -> Store? {
-        try await sql.raw(
+    func store(id: UUID, scope: StoreScope) async throws -> Store? {
+        guard scope.contains(id) else { return nil }
+        return try await sql.raw(
             "SELECT \(unsafeRaw: ModelRows.storeColumns) FROM stores s WHERE s.id = \(bind: id.uuidString)"
         ).first().map(ModelRows.store)
     }
 
-    func insert(_ store: Store) async throws {
+    /// The store with id or short name `reference`, if in `scope`.
+    func store(reference: String, scope: StoreScope) async throws -> Store? {
+        if let id = UUID(uuidString: reference) { return try await store(id: id, scope: scope) }
+        guard Store.isShortName(reference) else { return nil }
+        return try await sql.raw(
+            SQLQueryString(
+                "SELECT \(ModelRows.storeColumns) FROM stores s WHERE s.short_name = "
+            ) + "\(bind: reference) AND " + scope.condition("s.id")
+        ).first().map(ModelRows.store)
+    }
+
+    /// Inserts a store with a free short name (its own, else the name's, with `-2`, `-3`, …).
+    static func insert(_ store: Store, on sql: any SQLDatabase) async throws {
+        let shortName = try await freeShortName(
+            store.shortName ?? Store.shortName(for: store.name),
+            on: sql
+        )
         try await sql.raw(
             """
-            INSERT INTO stores (id, name, time_zone, market, region)
-            VALUES (\(bind: store.id.uuidString), \(bind: store.name), \(bind: store.timeZone), \(bind: store.market), \(bind: store.region))
+            INSERT INTO stores (id, name, time_zone, market, region, short_name)
+            VALUES (\(bind: store.id.uuidString), \(bind: store.name), \(bind: store.timeZone), \(bind: store.market), \(bind: store.region), \(bind: shortName))
             """
         ).run()
     }
 
+    /// `wanted`, or `wanted-2`, `wanted-3`, … whichever no store has yet.
+    static func freeShortName(_ wanted: String, on sql: any SQLDatabase) async throws -> String {
+        var candidate = wanted
+        var number = 1
+        while try await sql.raw(
+            "SELECT id FROM stores WHERE short_name = \(bind: candidate)"
+        ).first() != nil {
+            number += 1
+            let suffix = "-\(number)"
+            candidate = String(wanted.prefix(64 - suffix.count)) + suffix
+        }
+        return candidate
+    }
+
     // MARK: Customers
 
-    func customers(query text: String?, _ page: PageRequest) async throws -> Page<Customer> {
+    func customers(query text: String?, store: UUID?, _ page: PageRequest, scope: StoreScope)
+        async throws -> Page<Customer>
+    {
+        let visible = store.map { scope.narrowed(to: $0) } ?? scope
         var query: SQLQueryString =
-            "SELECT \(unsafeRaw: ModelRows.customerColumns) FROM customers c WHERE 1 = 1"
+            "SELECT \(unsafeRaw: ModelRows.customerColumns) FROM customers c WHERE "
+            + Self.customerVisible(visible)
         if let text, !text.isEmpty { query += " AND " + Self.customerMatch(text) }
         if let cursor = page.cursor {
             query += """
@@ -64,15 +102,29 @@ struct Repository: Sendable {
         return clause + ")"
     }
 
-    func customer(id: UUID) async throws -> Customer? {
+    /// A customer belongs to the store it was created for and to every store where it holds
+    /// a reservation.
+    static func customerVisible(_ scope: StoreScope) -> SQLQueryString {
+        if scope.isEveryStore { return "1 = 1" }
+        return "(" + scope.condition("c.store_id")
+            + " OR EXISTS (SELECT 1 FROM reservations rs WHERE rs.customer_id = c.id AND "
+            + scope.condition("rs.store_id") + "))"
+    }
+
+    func customer(id: UUID, scope: StoreScope) async throws -> Customer? {
         try await sql.raw(
-            "SELECT \(unsafeRaw: ModelRows.customerColumns) FROM customers c WHERE c.id = \(bind: id.uuidString)"
+            "SELECT \(unsafeRaw: ModelRows.customerColumns) FROM customers c WHERE c.id = \(bind: id.uuidString) AND "
+                + Self.customerVisible(scope)
         ).first().map(ModelRows.customer)
     }
 
-    static func insert(_ customer: Customer, formValues: [String: String], on sql: any SQLDatabase)
-        async throws
-    {
+    /// Inserts a customer created for `store` (nil: no store; only an admin sees it then).
+    static func insert(
+        _ customer: Customer,
+        formValues: [String: String],
+        store: UUID?,
+        on sql: any SQLDatabase
+    ) async throws {
         let extra = formValues.filter {
             !["givenName", "familyName", "email", "phone", "note"].contains($0.key)
         }
@@ -87,10 +139,10 @@ struct Repository: Sendable {
         )
         try await sql.raw(
             """
-            INSERT INTO customers (id, version, given_name, family_name, email, phone, note, form_values, search_text, created_at, updated_at)
+            INSERT INTO customers (id, version, given_name, family_name, email, phone, note, form_values, search_text, created_at, updated_at, store_id)
             VALUES (\(bind: customer.id.uuidString), \(bind: customer.version), \(bind: customer.givenName), \(bind: customer.familyName),
                     \(bind: customer.email?.value), \(bind: customer.phone?.e164), \(bind: customer.note), \(bind: formJSON),
-                    \(bind: search), \(bind: DBTime.millis(customer.createdAt)), \(bind: DBTime.millis(customer.updatedAt)))
+                    \(bind: search), \(bind: DBTime.millis(customer.createdAt)), \(bind: DBTime.millis(customer.updatedAt)), \(bind: store?.uuidString))
             """
         ).run()
     }
@@ -104,10 +156,11 @@ struct Repository: Sendable {
         var storeID: UUID?
     }
 
-    func reservations(_ filter: ReservationFilter, _ page: PageRequest) async throws -> Page<
-        ReservationDetail
-    > {
-        var query = SQLQueryString(ModelRows.detailSelect) + " WHERE 1 = 1"
+    func reservations(_ filter: ReservationFilter, _ page: PageRequest, scope: StoreScope)
+        async throws -> Page<ReservationDetail>
+    {
+        var query =
+            SQLQueryString(ModelRows.detailSelect) + " WHERE " + scope.condition("r.store_id")
         if let text = filter.text, !text.isEmpty {
             var match: SQLQueryString = "(" + Self.customerMatch(text)
             if let code = try? ConfirmationCode(passPayload: text) {
@@ -138,15 +191,17 @@ struct Repository: Sendable {
         }
     }
 
-    func reservation(id: UUID) async throws -> ReservationDetail? {
+    func reservation(id: UUID, scope: StoreScope) async throws -> ReservationDetail? {
         try await sql.raw(
-            SQLQueryString(ModelRows.detailSelect) + " WHERE r.id = \(bind: id.uuidString)"
+            SQLQueryString(ModelRows.detailSelect) + " WHERE r.id = \(bind: id.uuidString) AND "
+                + scope.condition("r.store_id")
         ).first().map(ModelRows.detail)
     }
 
-    func reservation(code: ConfirmationCode) async throws -> ReservationDetail? {
+    func reservation(code: ConfirmationCode, scope: StoreScope) async throws -> ReservationDetail? {
         try await sql.raw(
-            SQLQueryString(ModelRows.detailSelect) + " WHERE r.code = \(bind: code.compact)"
+            SQLQueryString(ModelRows.detailSelect) + " WHERE r.code = \(bind: code.compact) AND "
+                + scope.condition("r.store_id")
         ).first().map(ModelRows.detail)
     }
 
@@ -177,16 +232,20 @@ struct Repository: Sendable {
 
     /// Writes `updated` if the stored version is still `expectedVersion` (compare-and-set);
     /// returns false when another change came first.
-    func update(_ updated: Reservation, store: Store, expectedVersion: Int, now: Date) async throws
-        -> Bool
-    {
+    func update(
+        _ updated: Reservation,
+        store: Store,
+        expectedVersion: Int,
+        now: Date,
+        scope: StoreScope
+    ) async throws -> Bool {
         let rows = try await sql.raw(
             """
             UPDATE reservations SET version = \(bind: updated.version), status = \(bind: updated.status.rawValue),
                 starts_at = \(bind: DBTime.millis(updated.startsAt)), ends_at = \(bind: DBTime.millis(updated.endsAt)),
                 local_date = \(bind: Self.localDate(updated.startsAt, in: store)), party_size = \(bind: updated.partySize),
                 topic = \(bind: updated.topic), notes = \(bind: updated.notes), updated_at = \(bind: DBTime.millis(now))
-            WHERE id = \(bind: updated.id.uuidString) AND version = \(bind: expectedVersion)
+            WHERE id = \(bind: updated.id.uuidString) AND version = \(bind: expectedVersion) AND \(scope.condition("store_id"))
             RETURNING id
             """
         ).all()
@@ -240,6 +299,19 @@ struct Repository: Sendable {
             ]
             .joined(separator: "\u{1F}")
         )
+    }
+
+    /// Whether the reservation or customer a path names (`/v1/reservations/{id}…`,
+    /// `/v1/customers/{id}`) is in `scope`; paths that name neither are visible.
+    func isVisible(_ path: String, scope: StoreScope) async throws -> Bool {
+        let parts = path.split(separator: "/")
+        guard parts.count >= 3, parts[0] == "v1", let id = UUID(uuidString: String(parts[2]))
+        else { return true }
+        switch parts[1] {
+        case "reservations": return try await reservation(id: id, scope: scope) != nil
+        case "customers": return try await customer(id: id, scope: scope) != nil
+        default: return true
+        }
     }
 
     // MARK: Paging

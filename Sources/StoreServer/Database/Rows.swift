@@ -36,7 +36,7 @@ struct StoredDataError: Error, CustomStringConvertible {
 /// The column lists and row readers for each model.
 enum ModelRows {
     static let storeColumns =
-        "s.id AS s_id, s.name AS s_name, s.time_zone AS s_time_zone, s.market AS s_market, s.region AS s_region"
+        "s.id AS s_id, s.name AS s_name, s.time_zone AS s_time_zone, s.market AS s_market, s.region AS s_region, s.short_name AS s_short_name"
 
     static func store(_ row: any SQLRow) throws -> Store {
         try Store(
@@ -44,7 +44,8 @@ enum ModelRows {
             name: row.string("s_name"),
             timeZone: row.string("s_time_zone"),
             market: row.string("s_market"),
-            region: row.string("s_region")
+            region: row.string("s_region"),
+            shortName: row.optionalString("s_short_name")
         )
     }
 

@@ -5,6 +5,7 @@ internal import NIOPosix
 internal import PostgresKit
 internal import SQLKit
 internal import SQLiteKit
+internal import Synchronization
 
 /// Where the store server keeps its data: a SQLite file (one instance) or a PostgreSQL
 /// database (one or several instances).
@@ -129,6 +130,8 @@ public final class StoreDatabase: Sendable {
     private let poolLogger: Logger
     private let pool: Pool
     private let threadPool: NIOThreadPool?
+    /// Faults a test injects into every statement (nil in production).
+    let faults: InjectedFaults?
 
     // AsyncKit's pools are not marked Sendable, but are built for use from any thread: every
     // method locks or hops to the pool's event loop.
@@ -140,11 +143,24 @@ public final class StoreDatabase: Sendable {
     /// Opens a pool on `location`. Nothing connects until the first query.
     /// - Parameters:
     ///   - maxConnections: connections per event loop (PostgreSQL); SQLite uses 2 per loop.
-    public init(location: DatabaseLocation, maxConnections: Int = 4, logger: Logger)
+    public convenience init(location: DatabaseLocation, maxConnections: Int = 4, logger: Logger)
+        throws(DatabaseError)
+    {
+        try self.init(
+            location: location,
+            maxConnections: maxConnections,
+            faults: nil,
+            logger: logger
+        )
+    }
+
+    /// Opens a pool on `location` whose statements go through `faults` (tests).
+    init(location: DatabaseLocation, maxConnections: Int, faults: InjectedFaults?, logger: Logger)
         throws(DatabaseError)
     {
         self.location = location
         self.logger = logger
+        self.faults = faults
         // The pools log every failed connection attempt; callers report the failure themselves
         // (with the database's name), so keep the pools quiet unless debugging.
         var poolLogger = logger
@@ -238,47 +254,54 @@ public final class StoreDatabase: Sendable {
         }
     }
 
-    /// A database that takes a pooled connection per statement.
+    /// A database that takes a pooled connection per statement, or, inside a unit of work
+    /// (``withUnitOfWork(_:)``), the unit's connection and transaction.
     var sql: any SQLDatabase {
+        if let unit = currentUnit { return unit.sql }
+        let pooled: any SQLDatabase
         switch pool {
-        case .sqlite(let pool): return PooledSQLite(pool: pool, logger: poolLogger)
-        case .postgres(let pool): return pool.database(logger: poolLogger).sql(queryLogLevel: nil)
+        case .sqlite(let pool): pooled = PooledSQLite(pool: pool, logger: poolLogger)
+        case .postgres(let pool): pooled = pool.database(logger: poolLogger).sql(queryLogLevel: nil)
         }
+        return faults.map { FaultySQLDatabase(base: pooled, faults: $0) } ?? pooled
     }
 
     /// Runs `body` in one transaction on one connection: committed when it returns, rolled
-    /// back when it throws.
+    /// back when it throws. Inside a unit of work it is a savepoint of the unit's transaction.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T)
         async throws -> T
     {
+        if let unit = currentUnit { return try await unit.savepoint(body) }
+        return try await withConnection { sql, begin in
+            try await sql.raw(SQLQueryString(begin)).run()
+            do {
+                let result = try await body(sql)
+                try await sql.raw("COMMIT").run()
+                return result
+            } catch {
+                try? await sql.raw("ROLLBACK").run()
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` with one pooled connection and the statement that begins a transaction on
+    /// it (`BEGIN IMMEDIATE` on SQLite: the write lock up front, no upgrade deadlocks).
+    func withConnection<T>(_ body: (any SQLDatabase, String) async throws -> T) async throws -> T {
         switch pool {
         case .sqlite(let pool):
             let connection = try await pool.requestConnection(logger: poolLogger).get()
             defer { pool.releaseConnection(connection, logger: poolLogger) }
-            let database = connection.sql(queryLogLevel: nil)
-            return try await Self.run(database, begin: "BEGIN IMMEDIATE", body)
+            return try await body(faulty(connection.sql(queryLogLevel: nil)), "BEGIN IMMEDIATE")
         case .postgres(let pool):
             let connection = try await pool.requestConnection(logger: poolLogger).get()
             defer { pool.releaseConnection(connection, logger: poolLogger) }
-            let database = connection.sql(queryLogLevel: nil)
-            return try await Self.run(database, begin: "BEGIN", body)
+            return try await body(faulty(connection.sql(queryLogLevel: nil)), "BEGIN")
         }
     }
 
-    private static func run<T: Sendable>(
-        _ database: any SQLDatabase,
-        begin: String,
-        _ body: @Sendable (any SQLDatabase) async throws -> T
-    ) async throws -> T {
-        try await database.raw(SQLQueryString(begin)).run()
-        do {
-            let result = try await body(database)
-            try await database.raw("COMMIT").run()
-            return result
-        } catch {
-            try? await database.raw("ROLLBACK").run()
-            throw error
-        }
+    private func faulty(_ sql: any SQLDatabase) -> any SQLDatabase {
+        faults.map { FaultySQLDatabase(base: sql, faults: $0) } ?? sql
     }
 
     /// Checks that the database answers (`SELECT 1`).
@@ -288,6 +311,19 @@ public final class StoreDatabase: Sendable {
             return true
         } catch {
             return false
+        }
+    }
+
+    /// Whether the database answers a ping within `limit` (false when it does not answer in
+    /// time: a blackholed host holds a connection attempt far longer).
+    func isReachable(within limit: Duration = .seconds(2)) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let answer = FirstAnswer(continuation)
+            Task { answer.give(await self.ping()) }
+            Task {
+                try? await Task.sleep(for: limit)
+                answer.give(false)
+            }
         }
     }
 
@@ -336,5 +372,18 @@ struct PooledSQLite: SQLDatabase, @unchecked Sendable {
         pool.withConnection(logger: logger) { connection in
             connection.sql(queryLogLevel: nil).execute(sql: query, onRow)
         }
+    }
+}
+
+/// A continuation resumed by whichever answer comes first.
+private final class FirstAnswer: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
+
+    init(_ continuation: CheckedContinuation<Bool, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func give(_ value: Bool) {
+        continuation.withLock { $0.take() }?.resume(returning: value)
     }
 }

@@ -18,10 +18,14 @@ public struct DemoSummary: Sendable, Equatable {
 /// GTIN-13s and generated 96×96 PNG images, the associate `demo` / `shopfloor-demo`, and
 /// flags that differ by market, region and store. The same day gives the same data.
 public enum DemoData {
-    /// The demo associate.
+    /// The demo associate (of the Berlin store).
     public static let username = "demo"
-    /// The demo associate's password (demo data only).
+    /// The demo users' password (demo data only).
     public static let password = "shopfloor-demo"
+    /// The demo manager (of the New York and Chicago stores).
+    public static let managerUsername = "demo-manager"
+    /// The demo administrator (every store).
+    public static let adminUsername = "demo-admin"
 
     struct StoreSeed {
         var id: String, name: String, timeZone: String, market: String, region: String,
@@ -159,12 +163,7 @@ public enum DemoData {
             )
         }
         for store in stores {
-            try await sql.raw(
-                """
-                INSERT INTO stores (id, name, time_zone, market, region)
-                VALUES (\(bind: store.id.uuidString), \(bind: store.name), \(bind: store.timeZone), \(bind: store.market), \(bind: store.region))
-                """
-            ).run()
+            try await Repository.insert(store, on: sql)
             summary.stores += 1
         }
 
@@ -192,7 +191,12 @@ public enum DemoData {
                 note: index % 9 == 0 ? "Prefers e-mail contact." : nil,
                 createdAt: created + Double(index) * 3600
             )
-            try await Repository.insert(customer, formValues: [:], on: sql)
+            try await Repository.insert(
+                customer,
+                formValues: [:],
+                store: stores[home].id,
+                on: sql
+            )
             customers.append((customer, home))
             summary.customers += 1
         }
@@ -273,14 +277,29 @@ public enum DemoData {
             summary.products += 1
         }
 
-        try await sql.raw(
-            """
-            INSERT INTO users (username, display_name, home_store_id, password_hash, created_at, updated_at)
-            VALUES (\(bind: username), 'Demo Associate', \(bind: storeSeeds[3].id), \(bind: passwordHash), \(bind: DBTime.millis(created)), \(bind: DBTime.millis(created)))
-            ON CONFLICT (username) DO NOTHING
-            """
-        ).run()
-        summary.users = 1
+        let users: [(String, String, Role, [UUID], String)] = [
+            (username, "Demo Associate", .associate, [stores[3].id], passwordHash),
+            (
+                managerUsername, "Demo Manager", .manager, [stores[0].id, stores[1].id],
+                passwordHash
+            ),
+            (adminUsername, "Demo Administrator", .admin, [], passwordHash),
+        ]
+        for (name, display, role, storeIDs, hash) in users {
+            try await sql.raw(
+                """
+                INSERT INTO users (username, display_name, home_store_id, password_hash, created_at, updated_at, role)
+                VALUES (\(bind: name), \(bind: display), \(bind: storeIDs.first?.uuidString), \(bind: hash), \(bind: DBTime.millis(created)), \(bind: DBTime.millis(created)), \(bind: role.rawValue))
+                ON CONFLICT (username) DO NOTHING
+                """
+            ).run()
+            for store in storeIDs {
+                try await sql.raw(
+                    "INSERT INTO user_stores (username, store_id) VALUES (\(bind: name), \(bind: store.uuidString)) ON CONFLICT DO NOTHING"
+                ).run()
+            }
+            summary.users += 1
+        }
         return summary
     }
 

@@ -96,6 +96,18 @@ struct APIError: Error, Sendable, HTTPResponseError, CustomStringConvertible {
         )
     }
 
+    /// 403: the caller's role does not allow `action`.
+    static func forbidden(_ action: String, role: Role) -> APIError {
+        APIError(
+            APIProblem(
+                type: ProblemType.forbidden,
+                title: "Not permitted",
+                status: 403,
+                detail: "\(action) is not permitted to the \(role) role"
+            )
+        )
+    }
+
     static func payloadTooLarge(limit: Int) -> APIError {
         APIError(
             APIProblem(
@@ -103,7 +115,9 @@ struct APIError: Error, Sendable, HTTPResponseError, CustomStringConvertible {
                 title: "Payload too large",
                 status: 413,
                 detail: "the request body is larger than \(limit) bytes"
-            )
+            ),
+            // The rest of the body is not read: the connection ends with this answer.
+            headers: [(.connection, "close")]
         )
     }
 

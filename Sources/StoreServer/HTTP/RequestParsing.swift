@@ -47,10 +47,16 @@ enum Parse {
         return text.trimmingCharacters(in: .whitespaces)
     }
 
-    /// Decodes a JSON body: 400 when it is not JSON, 422 naming the field otherwise.
+    /// Decodes a JSON body: 400 when it is not JSON or holds text the database cannot store
+    /// (naming the field), 422 naming the field that breaks a rule.
     static func json<T: Decodable>(_ type: T.Type, _ body: [UInt8]) throws(APIError) -> T {
         guard !body.isEmpty else {
             throw APIError.badRequest("the request body is empty; send a JSON object")
+        }
+        if let flaw = StorableText.unstorableField(inJSON: body) {
+            throw APIError.badRequest(
+                "field '\(flaw.field.isEmpty ? "(the body)" : flaw.field)' \(flaw.problem)"
+            )
         }
         do {
             return try JSONDecoder.shopfloor.decode(T.self, from: Data(body))
@@ -88,5 +94,22 @@ extension Request {
     /// The body collected by ``SignatureMiddleware`` (at most the route's limit).
     mutating func bodyBytes() async throws(APIError) -> [UInt8] {
         try await collect(limit: BodyLimit.json)
+    }
+}
+
+extension Parse {
+    /// Form fields (`application/x-www-form-urlencoded`), each checked for text the database
+    /// cannot store.
+    /// - Throws: a 400 naming the field.
+    static func formFields(_ body: [UInt8]) throws(APIError) -> [String: String] {
+        let fields = FormEncoding.decode(body)
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+            if let problem = StorableText.problem(in: name) ?? StorableText.problem(in: value) {
+                throw APIError.badRequest(
+                    "form field '\(QueryTextMiddleware.printable(name))' \(problem)"
+                )
+            }
+        }
+        return fields
     }
 }

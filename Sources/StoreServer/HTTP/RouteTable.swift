@@ -71,17 +71,18 @@ struct RouteGroups {
         router: Router<StoreRequestContext>,
         log: RouteLog,
         gate: AuthGate,
-        idempotency: IdempotencyStore
+        users: UserRepository,
+        idempotency: IdempotencyMiddleware
     ) {
         let open = RouteRecorder(router: router, log: log, isPublic: true)
         let signed = RouteRecorder(router: router, log: log, isPublic: false)
         self.open = open.group()
-        self.signed = signed.group().add(middleware: SignatureMiddleware(gate: gate))
+        self.signed = signed.group().add(middleware: SignatureMiddleware(gate: gate, users: users))
         signedForm = signed.group().add(
-            middleware: SignatureMiddleware(gate: gate, bodyLimit: BodyLimit.form)
+            middleware: SignatureMiddleware(gate: gate, users: users, bodyLimit: BodyLimit.form)
         )
         idempotent = signed.group()
-            .add(middleware: SignatureMiddleware(gate: gate))
-            .add(middleware: IdempotencyMiddleware(store: idempotency))
+            .add(middleware: SignatureMiddleware(gate: gate, users: users))
+            .add(middleware: idempotency)
     }
 }

@@ -10,6 +10,9 @@ internal import Metrics
 struct AccessLogMiddleware: RouterMiddleware {
     typealias Context = StoreRequestContext
 
+    /// The proxies whose forwarded client address and scheme are believed.
+    var proxies = TrustedProxies()
+
     func handle(
         _ request: Request,
         context: StoreRequestContext,
@@ -20,6 +23,14 @@ struct AccessLogMiddleware: RouterMiddleware {
         let requestID = Self.requestID(from: request.headers[.requestID])
         context.requestID = requestID
         context.logger[metadataKey: "request_id"] = .string(requestID)
+        context.clientAddress = proxies.clientAddress(
+            peer: context.peerAddress,
+            forwardedFor: request.headers[values: .forwardedFor]
+        )
+        context.scheme = proxies.scheme(
+            peer: context.peerAddress,
+            forwardedProto: request.headers[.forwardedProto]
+        )
         var response: Response
         do {
             response = try await next(request, context)

@@ -9,11 +9,17 @@ internal import Synchronization
 /// Honours `Idempotency-Key` on the writes behind it (after ``SignatureMiddleware``): the first
 /// request with a key runs and its answer is stored (4xx included); the others with the key get
 /// that answer with `Idempotency-Replayed: true`. A key reused with another method, path or body
-/// is a 422; a 5xx answer is not kept, so a retry runs again. See ``IdempotencyStore``.
+/// is a 422; a 5xx answer is not kept, so a retry runs again. The request runs as one unit of
+/// work (``StoreDatabase/withUnitOfWork(_:)``) that ends with storing its answer, so a write is
+/// never committed without its record: a retry can never apply it twice. See
+/// ``IdempotencyStore``.
 struct IdempotencyMiddleware: RouterMiddleware {
     typealias Context = StoreRequestContext
 
     let store: IdempotencyStore
+    /// Whether the caller may still see the thing at a path (`/v1/reservations/{id}`, …): a
+    /// replay of an answer about something now outside the caller's stores is a 404.
+    let visible: @Sendable (String, SignedIn) async throws -> Bool
 
     func handle(
         _ request: Request,
@@ -24,37 +30,55 @@ struct IdempotencyMiddleware: RouterMiddleware {
             return try await next(request, context)
         }
         try IdempotencyStore.validate(key)
-        let subject = try context.caller().subject
+        let caller = try context.caller()
+        let subject = caller.subject
         var request = request
         let body = try await request.collect(limit: BodyLimit.json)
         let fingerprint =
             "\(request.method.rawValue) \(request.uri.path) \(RequestSigner.contentDigest(of: body))"
         switch try await store.begin(subject: subject, key: key, fingerprint: fingerprint) {
         case .replay(let stored):
+            let resource = stored.headers["Location"] ?? request.uri.path
+            guard try await visible(resource, caller) else {
+                throw APIError.notFound("\(resource) does not exist")
+            }
             return Self.replay(stored)
-        case .proceed:
-            var response: Response
+        case .proceed(let owner):
             do {
-                response = try await next(request, context)
-            } catch let error as APIError {
-                response = error.response(requestID: context.requestID)
+                // The write and its record commit together, or neither does.
+                return try await store.database.withUnitOfWork {
+                    var response: Response
+                    do {
+                        response = try await next(request, context)
+                    } catch let error as APIError {
+                        response = error.response(requestID: context.requestID)
+                    }
+                    // A 5xx is not kept: whatever the request wrote is rolled back, and a
+                    // retry runs again.
+                    if response.status.code >= 500 { throw NotKept(response: response) }
+                    let bytes = try await Self.collect(response.body)
+                    try await store.complete(
+                        subject: subject,
+                        key: key,
+                        owner: owner,
+                        response: Self.stored(response, body: bytes)
+                    )
+                    response.body = ResponseBody(byteBuffer: ByteBuffer(data: bytes))
+                    return response
+                }
+            } catch let notKept as NotKept {
+                try? await store.abandon(subject: subject, key: key, owner: owner)
+                return notKept.response
             } catch {
-                try? await store.abandon(subject: subject, key: key)
+                try? await store.abandon(subject: subject, key: key, owner: owner)
                 throw error
             }
-            if response.status.code >= 500 {
-                try? await store.abandon(subject: subject, key: key)
-                return response
-            }
-            let bytes = try await Self.collect(response.body)
-            try await store.complete(
-                subject: subject,
-                key: key,
-                response: Self.stored(response, body: bytes)
-            )
-            response.body = ResponseBody(byteBuffer: ByteBuffer(data: bytes))
-            return response
         }
+    }
+
+    /// A 5xx answer: its unit of work is rolled back and the key given up.
+    private struct NotKept: Error {
+        var response: Response
     }
 
     /// What is kept of an answer: status, body, content type, `ETag` and `Location`.

@@ -6,10 +6,14 @@ internal import Models
 
 /// Every failure as `application/problem+json`: the server's own ``APIError``s answer for
 /// themselves (Hummingbird's `HTTPResponseError`), Hummingbird's errors (no route, body too
-/// large, unreadable request) become the matching problem, and anything else is a 500 whose
-/// `instance` holds the request id, logged with its cause.
+/// large, unreadable request) become the matching problem, a failure while the database cannot
+/// be reached is a 503 `unavailable` with `Retry-After` (clients retry; never a 500 for an
+/// outage), and anything else is a 500 whose `instance` holds the request id, logged with its
+/// cause.
 struct ProblemMiddleware: RouterMiddleware {
     typealias Context = StoreRequestContext
+
+    let database: StoreDatabase
 
     func handle(
         _ request: Request,
@@ -18,7 +22,19 @@ struct ProblemMiddleware: RouterMiddleware {
     ) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            return Self.response(for: error, request: request, context: context)
         } catch {
+            if await !database.isReachable() {
+                context.logger.warning(
+                    "database unreachable",
+                    metadata: ["error": "\(String(describing: error).prefix(300))"]
+                )
+                return APIError.unavailable(
+                    "the database cannot be reached; retry in a few seconds",
+                    retryAfter: 2
+                ).response(requestID: context.requestID)
+            }
             return Self.response(for: error, request: request, context: context)
         }
     }

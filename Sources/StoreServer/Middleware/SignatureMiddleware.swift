@@ -4,12 +4,15 @@ internal import Hummingbird
 internal import Logging
 
 /// The gate of every signed route: collects the body (413 over `bodyLimit`), checks the bearer
-/// token and the request signature over method, target and body (401 otherwise), and hands the
-/// caller on in ``StoreRequestContext/signedIn``. Routes behind it read the collected body.
+/// token and the request signature over method, target and body (401 otherwise), reads the
+/// caller's role and stores from the database (so a change takes effect at the next request),
+/// and hands the caller on in ``StoreRequestContext/signedIn``. Routes behind it read the
+/// collected body.
 struct SignatureMiddleware: RouterMiddleware {
     typealias Context = StoreRequestContext
 
     let gate: AuthGate
+    let users: UserRepository
     var bodyLimit: Int = BodyLimit.json
 
     func handle(
@@ -19,7 +22,8 @@ struct SignatureMiddleware: RouterMiddleware {
     ) async throws -> Response {
         var request = request
         let body = try await request.collect(limit: bodyLimit)
-        let signedIn = try await gate.authenticate(request, body: body)
+        var signedIn = try await gate.authenticate(request, body: body, scheme: context.scheme)
+        signedIn.access = try await users.access(signedIn.subject)
         var context = context
         context.signedIn = signedIn
         context.logger[metadataKey: "subject"] = .string(signedIn.subject)

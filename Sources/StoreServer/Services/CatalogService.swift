@@ -5,16 +5,17 @@ internal import Models
 struct CatalogService: Sendable {
     let repository: Repository
 
-    /// A page of stores by name.
-    func stores(_ page: PageRequest) async throws -> Page<Store> {
-        try await repository.stores(page)
+    /// A page of the caller's stores (an admin's: every store) by name.
+    func stores(_ page: PageRequest, for caller: SignedIn) async throws -> Page<Store> {
+        try await repository.stores(page, scope: caller.scope)
     }
 
-    /// The store `id`.
-    /// - Throws: a 404 when there is none.
-    func store(id: UUID) async throws -> Store {
-        guard let store = try await repository.store(id: id) else {
-            throw APIError.notFound("store \(id.uuidString) does not exist")
+    /// The store `reference` (its id or short name).
+    /// - Throws: a 404 when there is none among the caller's stores.
+    func store(_ reference: String, for caller: SignedIn) async throws -> Store {
+        guard let store = try await repository.store(reference: reference, scope: caller.scope)
+        else {
+            throw APIError.notFound("store \(reference.prefix(64)) does not exist")
         }
         return store
     }

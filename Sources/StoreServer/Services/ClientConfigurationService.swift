@@ -15,7 +15,7 @@ struct ClientConfigurationService: Sendable {
     {
         var store: Store?
         if let storeID {
-            guard let found = try await repository.store(id: storeID) else {
+            guard let found = try await repository.store(id: storeID, scope: .everyStore) else {
                 throw APIError.notFound("store \(storeID.uuidString) does not exist")
             }
             store = found

@@ -6,29 +6,59 @@ struct CustomerService: Sendable {
     let repository: Repository
     let config: ConfigService
 
-    /// A page of customers, optionally matching `text` (name, e-mail or phone).
-    func customers(matching text: String?, _ page: PageRequest) async throws -> Page<Customer> {
-        try await repository.customers(query: text, page)
+    /// A page of the caller's customers matching `text` (name, e-mail or phone), of one store
+    /// (`store`: its id or short name), or both.
+    /// - Throws: a 400 when neither is given, a 404 for a store outside the caller's.
+    func customers(
+        matching text: String?,
+        store reference: String?,
+        _ page: PageRequest,
+        for caller: SignedIn
+    ) async throws -> Page<Customer> {
+        guard (text.map { !$0.isEmpty } ?? false) || reference != nil else {
+            throw APIError.badRequest(
+                "give query parameter 'query' (a name, e-mail or phone) or 'store' to list customers"
+            )
+        }
+        var store: UUID?
+        if let reference {
+            guard let found = try await repository.store(reference: reference, scope: caller.scope)
+            else { throw APIError.notFound("store \(reference.prefix(64)) does not exist") }
+            store = found.id
+        }
+        return try await repository.customers(query: text, store: store, page, scope: caller.scope)
     }
 
     /// The customer `id`.
-    /// - Throws: a 404 when there is none.
-    func customer(id: UUID) async throws -> Customer {
-        guard let customer = try await repository.customer(id: id) else {
+    /// - Throws: a 404 when there is none among the caller's stores' customers.
+    func customer(id: UUID, for caller: SignedIn) async throws -> Customer {
+        guard let customer = try await repository.customer(id: id, scope: caller.scope) else {
             throw APIError.notFound("customer \(id.uuidString) does not exist")
         }
         return customer
     }
 
-    /// Creates a customer from form values (the store's form when `storeID` is given).
-    /// - Throws: a 422 naming each field that breaks the form, or an unknown store.
-    func create(_ new: NewCustomer, now: Date = Date()) async throws -> Customer {
+    /// Creates a customer from form values for `storeID` (the caller's home store when absent;
+    /// only an admin may create one for no store).
+    /// - Throws: a 422 naming each field that breaks the form, or a store that is unknown or
+    ///   not the caller's.
+    func create(_ new: NewCustomer, for caller: SignedIn, now: Date = Date()) async throws
+        -> Customer
+    {
         var store: Store?
-        if let storeID = new.storeID {
-            guard let found = try await repository.store(id: storeID) else {
+        if let storeID = new.storeID ?? caller.access.homeStoreID {
+            guard let found = try await repository.store(id: storeID, scope: caller.scope) else {
                 throw APIError.unknownValue("storeID", "store \(storeID.uuidString) does not exist")
             }
             store = found
+        } else if !caller.scope.isEveryStore {
+            throw APIError.validation([
+                APIProblem.FieldError(
+                    field: "storeID",
+                    code: "missing",
+                    message: "storeID is missing (the store the customer is created for)"
+                )
+            ])
         }
         let form = try await newCustomer(
             from: new.fields,
@@ -36,7 +66,12 @@ struct CustomerService: Sendable {
             now: now,
             prefix: "fields."
         )
-        try await Repository.insert(form.customer, formValues: form.values, on: repository.sql)
+        try await Repository.insert(
+            form.customer,
+            formValues: form.values,
+            store: store?.id,
+            on: repository.sql
+        )
         return form.customer
     }
 

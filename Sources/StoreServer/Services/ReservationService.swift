@@ -14,26 +14,48 @@ struct ReservationService: Sendable {
     /// How often a compare-and-set write is retried when another change came first.
     private static let attempts = 20
 
-    /// A page of reservations matching `filter`.
-    func search(_ filter: Repository.ReservationFilter, _ page: PageRequest) async throws -> Page<
+    /// Which reservations a search wants: its text, day and statuses, one store (id or short
+    /// name), or every store of the server (`allStores`, admins only); by default the caller's
+    /// stores.
+    struct Search: Sendable {
+        var filter = Repository.ReservationFilter()
+        var store: String?
+        var allStores = false
+    }
+
+    /// A page of reservations matching `search`, within the caller's stores.
+    /// - Throws: a 404 for a store outside the caller's, a 403 when a role that does not see
+    ///   every store asks for all of them.
+    func search(_ search: Search, _ page: PageRequest, for caller: SignedIn) async throws -> Page<
         ReservationDetail
     > {
-        try await repository.reservations(filter, page)
+        var filter = search.filter
+        if search.allStores, !caller.access.role.seesEveryStore {
+            throw APIError.forbidden("listing every store's reservations", role: caller.access.role)
+        }
+        if let reference = search.store {
+            guard let store = try await repository.store(reference: reference, scope: caller.scope)
+            else { throw APIError.notFound("store \(reference.prefix(64)) does not exist") }
+            filter.storeID = store.id
+        }
+        return try await repository.reservations(filter, page, scope: caller.scope)
     }
 
     /// The reservation `id`.
-    /// - Throws: a 404 when there is none.
-    func reservation(id: UUID) async throws -> ReservationDetail {
-        guard let detail = try await repository.reservation(id: id) else {
+    /// - Throws: a 404 when there is none among the caller's stores.
+    func reservation(id: UUID, for caller: SignedIn) async throws -> ReservationDetail {
+        guard let detail = try await repository.reservation(id: id, scope: caller.scope) else {
             throw APIError.notFound("reservation \(id.uuidString) does not exist")
         }
         return detail
     }
 
     /// The reservation with confirmation code `code`.
-    /// - Throws: a 404 when there is none.
-    func reservation(code: ConfirmationCode) async throws -> ReservationDetail {
-        guard let detail = try await repository.reservation(code: code) else {
+    /// - Throws: a 404 when there is none among the caller's stores.
+    func reservation(code: ConfirmationCode, for caller: SignedIn) async throws
+        -> ReservationDetail
+    {
+        guard let detail = try await repository.reservation(code: code, scope: caller.scope) else {
             throw APIError.notFound("no reservation has confirmation code \(code)")
         }
         return detail
@@ -43,10 +65,11 @@ struct ReservationService: Sendable {
     /// form values.
     /// - Throws: a 422 naming the field (unknown store or customer, a rule broken, a form field),
     ///   a 403 when the store takes no new reservations.
-    func create(_ new: NewReservation, by subject: String, now: Date = Date()) async throws
+    func create(_ new: NewReservation, for caller: SignedIn, now: Date = Date()) async throws
         -> ReservationDetail
     {
-        guard let store = try await repository.store(id: new.storeID) else {
+        let subject = caller.subject
+        guard let store = try await repository.store(id: new.storeID, scope: caller.scope) else {
             throw APIError.unknownValue("storeID", "store \(new.storeID.uuidString) does not exist")
         }
         let snapshot = try await config.current()
@@ -64,7 +87,8 @@ struct ReservationService: Sendable {
         let customer: Customer
         var formValues: [String: String]?
         if let customerID = new.customerID {
-            guard let found = try await repository.customer(id: customerID) else {
+            guard let found = try await repository.customer(id: customerID, scope: caller.scope)
+            else {
                 throw APIError.unknownValue(
                     "customerID",
                     "customer \(customerID.uuidString) does not exist"
@@ -101,7 +125,12 @@ struct ReservationService: Sendable {
             do {
                 try await database.transaction { [customer, formValues] sql in
                     if let formValues {
-                        try await Repository.insert(customer, formValues: formValues, on: sql)
+                        try await Repository.insert(
+                            customer,
+                            formValues: formValues,
+                            store: store.id,
+                            on: sql
+                        )
                     }
                     guard try await Repository.insert(reservation, store: store, now: now, on: sql)
                     else { throw CodeCollision() }
@@ -132,12 +161,13 @@ struct ReservationService: Sendable {
     /// Moves reservation `id` to `target` (check-in or cancel) when the transition table and
     /// the store's flag allow it.
     /// - Throws: a 404, a 403 (flag off), a 409 naming both states.
-    func transition(_ id: UUID, to target: Reservation.Status, by subject: String) async throws
+    func transition(_ id: UUID, to target: Reservation.Status, for caller: SignedIn) async throws
         -> ReservationDetail
     {
+        let subject = caller.subject
         let flag = target == .checkedIn ? KnownFlag.checkInEnabled : KnownFlag.cancellationEnabled
         for _ in 0..<Self.attempts {
-            let detail = try await reservation(id: id)
+            let detail = try await reservation(id: id, for: caller)
             guard try await config.current().isEnabled(flag, for: detail.store) else {
                 throw APIError.featureDisabled(flag, store: detail.store)
             }
@@ -162,7 +192,8 @@ struct ReservationService: Sendable {
                 reservation,
                 store: detail.store,
                 expectedVersion: detail.reservation.version,
-                now: Date()
+                now: Date(),
+                scope: caller.scope
             ) {
                 logger.info(
                     "reservation status changed",
@@ -185,10 +216,11 @@ struct ReservationService: Sendable {
     /// allows edits, and only into a reservation that keeps every rule.
     /// - Throws: a 404, a 412 naming the current version, a 409 when the status keeps the
     ///   reservation as it is, a 422 naming the broken rule.
-    func change(_ id: UUID, _ changes: ReservationChanges, expected: Int, by subject: String)
+    func change(_ id: UUID, _ changes: ReservationChanges, expected: Int, for caller: SignedIn)
         async throws -> ReservationDetail
     {
-        let detail = try await reservation(id: id)
+        let subject = caller.subject
+        let detail = try await reservation(id: id, for: caller)
         guard detail.reservation.version == expected else {
             throw Self.mismatch(id, current: detail.reservation.version, expected: expected)
         }
@@ -216,10 +248,11 @@ struct ReservationService: Sendable {
                 updated,
                 store: detail.store,
                 expectedVersion: expected,
-                now: Date()
+                now: Date(),
+                scope: caller.scope
             )
         else {
-            let current = try await reservation(id: id)
+            let current = try await reservation(id: id, for: caller)
             throw Self.mismatch(id, current: current.reservation.version, expected: expected)
         }
         logger.info(

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Testing
 
@@ -5,15 +6,9 @@ import Testing
     import Glibc
 #endif
 
-/// How a finished command exited and what it printed.
-struct CommandRun {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-}
-
 /// Finds the suite's built binaries and runs commands as a user runs them: real processes,
-/// real pipes, real exit codes.
+/// real pipes, real exit codes. Every child starts through ChildProcesses, so a test waits
+/// for it without holding one of the concurrency pool's threads.
 enum CommandRunner {
     /// The app `name`: the build products directory holds both this test bundle and the apps.
     static func builtBinary(_ name: String) -> URL {
@@ -21,84 +16,42 @@ enum CommandRunner {
             .appendingPathComponent(name)
     }
 
-    /// Starts `executable`, writes `stdin` (if any) and closes it; returns the process and its
-    /// stdout and stderr pipes for the caller to read.
+    /// Starts `executable` with `stdin` (or nothing) on a pipe, then the end of its input.
     static func start(
         _ executable: URL,
         _ arguments: [String],
         environment: [String: String]? = nil,
         stdin: Data? = nil
-    ) throws -> (Process, Pipe, Pipe) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let out = Pipe()
-        let err = Pipe()
-        let input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try launch(process)
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        try? input.fileHandleForWriting.close()
-        return (process, out, err)
+    ) async throws -> ChildProcess {
+        try await ChildProcess.start(
+            executable,
+            arguments,
+            environment: environment,
+            stdin: .data(stdin ?? Data())
+        )
     }
 
-    /// Starts `process` as a shell would, with no signal blocked: a child inherits the
-    /// signal mask of the thread that spawns it, and the test runner's threads block most
-    /// signals (a SIGTSTP or SIGINT sent to the child would wait unseen).
-    static func launch(_ process: Process) throws {
-        // Foundation's Process.run() on Linux reads each /proc/self/fd entry with a 256-byte
-        // over-read and can crash once about 1,350 descriptors are open
-        // (swift-corelibs-foundation #5472): a leak in a test helper showed up as a SIGSEGV
-        // in CI. Name the leak instead; this process normally holds under 100.
-        let open =
-            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
-        if open > 600 {
-            Issue.record(
-                "the test process holds \(open) open descriptors: a leak (Process.run may crash)"
-            )
-        }
-        var none = sigset_t()
-        var saved = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, &saved)
-        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
-        try process.run()
-    }
-
-    /// Runs `executable` to its end; with `interruptAfter`, sends SIGINT after that many
-    /// seconds.
+    /// Runs `executable` to its end, killing it after `timeout` seconds; with
+    /// `interruptAfter`, sends SIGINT after that many seconds.
     static func run(
         _ executable: URL,
         _ arguments: [String],
         environment: [String: String]? = nil,
         stdin: Data? = nil,
-        interruptAfter: Double? = nil
-    ) throws -> CommandRun {
-        let (process, out, err) = try start(
+        interruptAfter: Double? = nil,
+        timeout: Double = 300
+    ) async throws -> ProcessOutcome {
+        let child = try await start(
             executable,
             arguments,
             environment: environment,
             stdin: stdin
         )
         if let interruptAfter {
-            Thread.sleep(forTimeInterval: interruptAfter)
-            kill(process.processIdentifier, SIGINT)
+            try await Task.sleep(for: .seconds(interruptAfter))
+            child.signal(SIGINT)
         }
-        // Read both pipes concurrently so neither fills up and blocks the child.
-        let errData = Mutexed<Data>(Data())
-        let reader = Thread { errData.value = err.fileHandleForReading.readDataToEndOfFile() }
-        reader.start()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while !errData.done { Thread.sleep(forTimeInterval: 0.01) }
-        return CommandRun(
-            status: process.terminationStatus,
-            stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData.value, as: UTF8.self)
-        )
+        return await child.wait(timeout: timeout)
     }
 
     /// A new empty directory under the system's temporary directory, named `prefix-<uuid>`.
@@ -110,23 +63,4 @@ enum CommandRunner {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         return dir
     }
-}
-
-/// A value written once by a reader thread and read after it finishes.
-final class Mutexed<T>: @unchecked Sendable {
-    // Safe: `value` is written once by one thread before `done` is set, and read only after
-    // the reader has seen `done` under the lock.
-    private let lock = NSLock()
-    private var stored: T
-    private var finished = false
-    init(_ value: T) { stored = value }
-    var value: T {
-        get { lock.withLock { stored } }
-        set {
-            lock.withLock {
-                stored = newValue; finished = true
-            }
-        }
-    }
-    var done: Bool { lock.withLock { finished } }
 }

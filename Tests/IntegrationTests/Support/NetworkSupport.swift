@@ -14,8 +14,10 @@ enum ServerMetrics {
     static let imageRoute = "/v1/products/{gtin}/image"
 
     /// Answers with `status` on `route` so far.
-    static func responses(_ server: StoreServerProcess, route: String, status: Int) throws -> Int {
-        let run = try CommandRunner.run(
+    static func responses(_ server: StoreServerProcess, route: String, status: Int) async throws
+        -> Int
+    {
+        let run = try await CommandRunner.run(
             URL(fileURLWithPath: "/usr/bin/curl"),
             ["-s", "--max-time", "10", "\(server.url)/metrics"]
         )
@@ -31,8 +33,8 @@ enum ServerMetrics {
     }
 
     /// Image answers (200 full, 304 revalidated).
-    static func images(_ server: StoreServerProcess, status: Int = 200) throws -> Int {
-        try responses(server, route: imageRoute, status: status)
+    static func images(_ server: StoreServerProcess, status: Int = 200) async throws -> Int {
+        try await responses(server, route: imageRoute, status: status)
     }
 }
 
@@ -198,65 +200,4 @@ final class SlowRelay: @unchecked Sendable {
     }
 
     deinit { stop() }
-}
-
-/// Runs a command with stdout on a pseudo-terminal of a given width (stderr on a pipe), as
-/// a person at a terminal sees it.
-enum TerminalRunner {
-    static func run(
-        _ executable: URL,
-        _ arguments: [String],
-        environment: [String: String],
-        columns: Int
-    ) throws -> CommandRun {
-        // /dev/ptmx with Linux's ioctls (Glibc's module leaves posix_openpt out):
-        // TIOCSPTLCK unlocks the slave, TIOCGPTN names it (_IOW/_IOR macros Swift cannot
-        // import; the numbers are the same on every Linux architecture Swift runs on).
-        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
-        try #require(master >= 0, "cannot open /dev/ptmx")
-        defer { close(master) }
-        var unlock: Int32 = 0
-        var number: UInt32 = 0
-        try #require(ioctl(master, UInt(0x4004_5431), &unlock) == 0)  // TIOCSPTLCK
-        try #require(ioctl(master, UInt(0x8004_5430), &number) == 0)  // TIOCGPTN
-        let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
-        try #require(slave >= 0)
-        var size = winsize(ws_row: 60, ws_col: UInt16(columns), ws_xpixel: 0, ws_ypixel: 0)
-        _ = ioctl(slave, UInt(TIOCSWINSZ), &size)
-        var settings = termios()
-        tcgetattr(slave, &settings)
-        settings.c_oflag &= ~tcflag_t(OPOST)  // "\n" stays "\n"
-        tcsetattr(slave, TCSANOW, &settings)
-
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
-        process.standardOutput = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
-        let err = Pipe()
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try CommandRunner.launch(process)
-        close(slave)
-        let output = Mutexed<Data>(Data())
-        let reader = Thread {
-            var data = Data()
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            while true {
-                let count = read(master, &buffer, buffer.count)
-                if count <= 0 { break }  // EIO once the child and its copies have closed it
-                data.append(contentsOf: buffer[0..<count])
-            }
-            output.value = data
-        }
-        reader.start()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while !output.done { Thread.sleep(forTimeInterval: 0.01) }
-        return CommandRun(
-            status: process.terminationStatus,
-            stdout: String(decoding: output.value, as: UTF8.self),
-            stderr: String(decoding: errors, as: UTF8.self)
-        )
-    }
 }

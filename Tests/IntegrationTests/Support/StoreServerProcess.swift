@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 #if canImport(Glibc)
@@ -6,83 +7,117 @@ import Foundation
 
 /// The real `store-server` binary as a child process on a SQLite file, with the demo data,
 /// on port 0 (or a given port, for a restart), as a user would run it.
-final class StoreServerProcess: @unchecked Sendable {
-    // Safe: the process and its pipe are set up in init and only used by the test that owns
-    // this instance, one call at a time.
-    let process: Process
+final class StoreServerProcess: Sendable {
+    let child: ChildProcess
     let port: Int
     let database: URL
     let log: URL
 
     var url: String { "http://127.0.0.1:\(port)" }
 
-    /// Starts the server and waits (up to `timeout` seconds) for its `listening on` line.
-    init(database: URL, port: Int = 0, timeout: Double = 120) throws {
+    /// Starts the server and waits (up to `timeout` seconds) for its `listening on` line. A
+    /// new database starts as a copy of the run's seeded demo database (``DemoDatabase``); an
+    /// existing one (a restart) is served as it is.
+    init(database: URL, port: Int = 0, timeout: Double = 120) async throws {
         self.database = database
         log = database.deletingPathExtension().appendingPathExtension("log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = CommandRunner.builtBinary("store-server")
-        process.arguments = [
-            "serve", "--port", String(port), "--demo-data", "--database", database.path,
-            "--password-cost", "1000",
-        ]
+        if !FileManager.default.fileExists(atPath: database.path) {
+            try await DemoDatabase.copy(to: database)
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["SHOPFLOOR_HOME"] = database.deletingLastPathComponent().path
-        process.environment = environment
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = try FileHandle(forWritingTo: log)
-        try CommandRunner.launch(process)
-        self.process = process
-        let line = Mutexed<String?>(nil)
-        let reader = Thread {
-            var bytes: [UInt8] = []
-            let handle = out.fileHandleForReading
-            while true {
-                let chunk = handle.readData(ofLength: 1)
-                guard let byte = chunk.first else { break }
-                if byte == UInt8(ascii: "\n") { break }
-                bytes.append(byte)
-            }
-            line.value = String(decoding: bytes, as: UTF8.self)
-        }
-        reader.start()
-        let end = Date(timeIntervalSinceNow: timeout)
-        while !line.done {
-            guard Date() < end, process.isRunning else {
-                process.terminate()
-                let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-                throw ServerStartError(message: "store-server did not start: \(text.suffix(2000))")
-            }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        let text = line.value ?? ""
-        guard let range = text.range(of: "listening on http://"),
-            let found = Int(text[range.upperBound...].split(separator: ":").last ?? "")
+        child = try await ChildProcess.start(
+            CommandRunner.builtBinary("store-server"),
+            [
+                "serve", "--port", String(port), "--demo-data", "--database", database.path,
+                "--password-cost", String(DemoDatabase.passwordCost),
+            ],
+            environment: environment,
+            stdout: .pipe,
+            stderr: .path(log.path)
+        )
+        let line = await child.nextLine(timeout: timeout) ?? ""
+        guard let range = line.range(of: "listening on http://"),
+            let found = Int(line[range.upperBound...].split(separator: ":").last ?? "")
         else {
-            process.terminate()
-            throw ServerStartError(message: "unexpected first line from store-server: \(text)")
+            let outcome = await child.stop(with: SIGKILL).outcome
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            throw ServerStartError(
+                message:
+                    "store-server did not start (\(outcome)); first line '\(line)'; log: \(text.suffix(2000))"
+            )
         }
         self.port = found
     }
 
     /// Stops the server with SIGTERM and waits for it to exit.
-    func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
+    func stop() async {
+        guard child.isRunning else { return }
+        _ = await child.stop(with: SIGTERM)
     }
 
+    /// Sends SIGTERM without waiting (for a `defer`, where nothing can be awaited).
+    func terminate() { child.signal(SIGTERM) }
+
     /// Runs a `store-server` admin command on the same database.
-    func admin(_ arguments: [String]) throws -> CommandRun {
-        try CommandRunner.run(
+    func admin(_ arguments: [String]) async throws -> ProcessOutcome {
+        try await CommandRunner.run(
             CommandRunner.builtBinary("store-server"),
             arguments + ["--database", database.path]
         )
     }
 
-    deinit { stop() }
+    deinit { terminate() }
+}
+
+/// The demo data, seeded once per test run into a SQLite file by the `store-server` binary
+/// (`migrate`, then `seed --demo`), then copied for each server a test starts: a copy takes
+/// milliseconds, a debug build's seeding seconds (StoreServerTests copies its templates the
+/// same way).
+enum DemoDatabase {
+    /// The low password cost the tests use (the production default is 600,000).
+    static let passwordCost = 1_000
+
+    static let directory: URL = {
+        let directory = try! CommandRunner.temporaryDirectory(prefix: "integration-demo")
+        atexit { try? FileManager.default.removeItem(at: DemoDatabase.directory) }
+        return directory
+    }()
+
+    private static let template = Task<URL, any Error> {
+        let file = directory.appendingPathComponent("demo.sqlite")
+        var environment = ProcessInfo.processInfo.environment
+        environment["SHOPFLOOR_HOME"] = directory.path
+        for step in [["migrate"], ["seed", "--demo"]] {
+            let outcome = try await CommandRunner.run(
+                CommandRunner.builtBinary("store-server"),
+                step + ["--database", file.path, "--password-cost", String(passwordCost)],
+                environment: environment
+            )
+            guard outcome.status == 0, !outcome.signalled else {
+                throw ServerStartError(
+                    message: "store-server \(step.joined(separator: " ")): \(outcome)"
+                )
+            }
+        }
+        return file
+    }
+
+    /// Copies the seeded database (and its write-ahead log, if one is left) to `database`.
+    static func copy(to database: URL) async throws {
+        let template = try await template.value
+        try FileManager.default.copyItem(at: template, to: database)
+        for suffix in ["-wal", "-shm"] {
+            let side = URL(fileURLWithPath: template.path + suffix)
+            if FileManager.default.fileExists(atPath: side.path) {
+                try FileManager.default.copyItem(
+                    at: side,
+                    to: URL(fileURLWithPath: database.path + suffix)
+                )
+            }
+        }
+    }
 }
 
 struct ServerStartError: Error, CustomStringConvertible {

@@ -1,12 +1,14 @@
 import Auth
+import ChildProcesses
 import Foundation
 import Logging
 import Metrics
 import Models
 import Prometheus
-import StoreServer
 import Synchronization
 import Testing
+
+@testable import StoreServer
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -45,13 +47,13 @@ enum TestDatabases {
             }
             return .sqlite(path: path)
         case .postgres:
-            let cluster = try PostgresCluster.get()
+            let cluster = try await PostgresCluster.get()
             if demo {
                 guard case .postgres(let template) = try await template(kind) else { fatalError() }
                 let name = String(template.split(separator: "/").last!)
-                return .postgres(url: try cluster.makeDatabase(template: name))
+                return .postgres(url: try await cluster.makeDatabase(template: name))
             }
-            return .postgres(url: try cluster.makeDatabase())
+            return .postgres(url: try await cluster.makeDatabase())
         }
     }
 
@@ -66,7 +68,7 @@ enum TestDatabases {
                         .path
                 )
             case .postgres:
-                location = .postgres(url: try PostgresCluster.get().makeDatabase())
+                location = .postgres(url: try await PostgresCluster.get().makeDatabase())
             }
             let database = try await prepareDatabase(
                 location,
@@ -98,23 +100,26 @@ actor SeedingGate {
 
 extension PostgresCluster {
     /// A new database copied from `template`.
-    func makeDatabase(template: String) throws -> String {
-        let url = try makeDatabase()
+    func makeDatabase(template: String) async throws -> String {
+        let url = try await makeDatabase()
         let name = String(url.split(separator: "/").last!)
-        try psql("DROP DATABASE \(name)")
-        try psql("CREATE DATABASE \(name) TEMPLATE \(template)")
+        try await psql("DROP DATABASE \(name)")
+        try await psql("CREATE DATABASE \(name) TEMPLATE \(template)")
         return url
     }
 
-    func psql(_ command: String) throws {
-        let (status, text) = try Spawn.run(
+    func psql(_ command: String) async throws {
+        let outcome = try await ChildProcess.run(
+            binDirectory.appendingPathComponent("psql"),
             [
-                binDirectory.appendingPathComponent("psql").path, "-h", "127.0.0.1", "-p",
-                String(port), "-U", Self.user, "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-q",
-                "-c", command,
-            ]
+                "-h", "127.0.0.1", "-p", String(port), "-U", Self.user, "-d", "postgres", "-v",
+                "ON_ERROR_STOP=1", "-q", "-c", command,
+            ],
+            timeout: 120
         )
-        guard status == 0 else { throw PostgresClusterError("psql \(command): \(text)") }
+        guard outcome.status == 0, !outcome.signalled else {
+            throw PostgresClusterError("psql \(command): \(outcome)")
+        }
     }
 }
 
@@ -141,7 +146,12 @@ struct TestServer: Sendable {
         demo: Bool = true,
         location: DatabaseLocation? = nil,
         accessTokenTTL: TimeInterval = 900,
-        port: Int = 0
+        port: Int = 0,
+        faults: InjectedFaults? = nil,
+        idleTimeout: Duration = .seconds(30),
+        drainTimeout: Duration = .seconds(10),
+        passwordIterations: Int = testPasswordCost,
+        trustedProxies: [String] = []
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
         if let location {
@@ -153,9 +163,15 @@ struct TestServer: Sendable {
         var configuration = StoreServerConfiguration()
         configuration.port = port
         configuration.database = location
-        configuration.passwordIterations = testPasswordCost
+        configuration.passwordIterations = passwordIterations
+        configuration.trustedProxies = TrustedProxies(
+            trustedProxies.compactMap(TrustedProxies.Range.init)
+        )
         configuration.accessTokenTTL = accessTokenTTL
         configuration.metrics = TestMetrics.registry
+        configuration.faults = faults
+        configuration.idleTimeout = idleTimeout
+        configuration.drainTimeout = drainTimeout
         let server = try await RunningStoreServer.start(
             configuration: configuration,
             logger: TestDatabases.logger
@@ -165,8 +181,9 @@ struct TestServer: Sendable {
 
     func stop() async { await server.stop() }
 
-    /// A signed-in `AuthClient` (the demo associate) with its own token directory.
-    func client(username: String = DemoData.username, password: String = DemoData.password)
+    /// A signed-in `AuthClient` (the demo administrator, who sees every store, unless told
+    /// otherwise) with its own token directory.
+    func client(username: String = DemoData.adminUsername, password: String = DemoData.password)
         async throws -> SignedClient
     {
         try await SignedClient.signIn(url, username: username, password: password)
@@ -283,11 +300,9 @@ enum PlainHTTP {
 }
 
 /// The built `store-server` binary, run as a child process.
-final class ServerProcess: @unchecked Sendable {
-    // `process` and the pipes are only touched by the creating test; `firstLine` is read once.
-    let process: Process
+final class ServerProcess: Sendable {
+    let child: ChildProcess
     let url: URL
-    let stderr: Pipe
 
     /// The test runner and the executables share the build products directory.
     static var binary: URL {
@@ -296,46 +311,28 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// Starts `store-server serve --port 0` on `location` and waits for its first line.
-    init(location: DatabaseLocation, port: Int = 0, quiet: Bool = true, extra: [String] = []) throws
+    init(location: DatabaseLocation, port: Int = 0, quiet: Bool = true, extra: [String] = [])
+        async throws
     {
-        let process = Process()
-        process.executableURL = Self.binary
         let database: String
         switch location {
         case .sqlite(let path): database = path
         case .postgres(let url): database = url
         }
-        process.arguments =
+        child = try await ChildProcess.start(
+            Self.binary,
             [
                 "serve", "--port", String(port), "--database", database, "--password-cost",
                 String(testPasswordCost),
             ] + (quiet ? ["--quiet"] : []) + extra
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        self.stderr = stderr
-        var line = Data()
-        while true {
-            let byte = stdout.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        let text = String(decoding: line, as: UTF8.self)
+        )
+        let text = await child.nextLine(timeout: 120) ?? ""
         guard text.hasPrefix("listening on "),
             let url = URL(string: String(text.dropFirst("listening on ".count)))
         else {
-            process.terminate()
-            process.waitUntilExit()
-            let errors = String(
-                decoding: stderr.fileHandleForReading.readDataToEndOfFile(),
-                as: UTF8.self
-            )
+            let outcome = await child.stop(with: SIGKILL).outcome
             throw PostgresClusterError(
-                "store-server did not start: '\(text)' \(errors.suffix(600))"
+                "store-server did not start: '\(text)' \(outcome.stderr.suffix(600))"
             )
         }
         self.url = url
@@ -343,9 +340,13 @@ final class ServerProcess: @unchecked Sendable {
 
     /// Sends `signal` and waits for the exit status.
     @discardableResult
-    func stop(_ signal: Int32 = SIGTERM) -> Int32 {
-        if process.isRunning { kill(process.processIdentifier, signal) }
-        process.waitUntilExit()
-        return process.terminationStatus
+    func stop(_ signal: Int32 = SIGTERM) async -> Int32 {
+        await child.stop(with: signal).outcome.status
     }
+
+    /// Sends SIGTERM without waiting (for a `defer`, where nothing can be awaited).
+    func terminate() { child.signal(SIGTERM) }
+
+    /// What the server wrote to stderr, once it has exited.
+    func errors() async -> String { await child.wait().stderr }
 }

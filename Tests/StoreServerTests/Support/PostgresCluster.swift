@@ -1,11 +1,12 @@
+import ChildProcesses
 import Foundation
 import Synchronization
 import Testing
 
 /// A throwaway PostgreSQL cluster for the tests: `initdb` into a temporary directory, `pg_ctl
 /// start` on a free loopback port (as the `postgres` system user when the tests run as root),
-/// one database per test, and `pg_ctl stop` plus removal of the directory when the process
-/// ends.
+/// one database per test, and an immediate stop plus removal of the directory when the
+/// process ends.
 final class PostgresCluster: Sendable {
     let directory: URL
     let port: Int
@@ -13,32 +14,19 @@ final class PostgresCluster: Sendable {
     let runAsPostgres: Bool
     static let user = "shopfloor"
 
-    private static let shared = Mutex<Result<PostgresCluster, PostgresClusterError>?>(nil)
+    /// The process's cluster, started by the first test that asks.
+    private static let shared = Task<PostgresCluster, any Error> {
+        let cluster = try PostgresCluster()
+        try await cluster.start()
+        return cluster
+    }
 
     /// The process's cluster, started on first use.
-    static func get() throws -> PostgresCluster {
-        try shared.withLock { state in
-            if let state { return try state.get() }
-            let result = Result { () throws(PostgresClusterError) in try PostgresCluster() }
-            state = result
-            if case .success(let cluster) = result {
-                let stop: @convention(c) () -> Void = { PostgresCluster.stopShared() }
-                atexit(stop)
-                _ = cluster
-            }
-            return try result.get()
-        }
+    static func get() async throws -> PostgresCluster {
+        try await shared.value
     }
 
-    static func stopShared() {
-        let cluster = shared.withLock { state -> PostgresCluster? in
-            if case .success(let cluster)? = state { return cluster }
-            return nil
-        }
-        cluster?.stop()
-    }
-
-    init() throws(PostgresClusterError) {
+    private init() throws(PostgresClusterError) {
         guard let bin = Self.findBinDirectory() else {
             throw PostgresClusterError(
                 "PostgreSQL's initdb was not found under /usr/lib/postgresql (apt-get install postgresql)"
@@ -50,30 +38,34 @@ final class PostgresCluster: Sendable {
             "shopfloor-pg-\(UUID().uuidString.prefix(8))"
         )
         port = Self.freePort()
+    }
+
+    private var dataDirectory: String { directory.appendingPathComponent("data").path }
+
+    private func start() async throws {
         do {
             try FileManager.default.createDirectory(
                 at: directory,
                 withIntermediateDirectories: true
             )
             if runAsPostgres {
-                try run(
+                try await run(
                     "/bin/chown",
                     ["-R", "postgres:postgres", directory.path],
                     asPostgres: false
                 )
             }
-            let data = directory.appendingPathComponent("data").path
-            try run(
-                bin.appendingPathComponent("initdb").path,
+            try await run(
+                binDirectory.appendingPathComponent("initdb").path,
                 [
-                    "-D", data, "-U", Self.user, "--auth=trust", "--no-sync", "-E", "UTF8",
+                    "-D", dataDirectory, "-U", Self.user, "--auth=trust", "--no-sync", "-E", "UTF8",
                     "--locale=C",
                 ]
             )
-            try run(
-                bin.appendingPathComponent("pg_ctl").path,
+            try await run(
+                binDirectory.appendingPathComponent("pg_ctl").path,
                 [
-                    "-D", data, "-w", "-t", "60", "-l",
+                    "-D", dataDirectory, "-w", "-t", "60", "-l",
                     directory.appendingPathComponent("log").path, "-o",
                     "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
                     "start",
@@ -84,38 +76,63 @@ final class PostgresCluster: Sendable {
         } catch {
             throw PostgresClusterError("could not start PostgreSQL: \(error)")
         }
+        // Stopped when the test process exits, even after a failure.
+        atexit { PostgresCluster.stopShared() }
+        Self.started.withLock { $0 = self }
+    }
+
+    private static let started = Mutex<PostgresCluster?>(nil)
+
+    /// Stops the cluster at once, as `pg_ctl stop -m immediate` does (SIGQUIT to the
+    /// postmaster), and removes its files: at exit, where nothing can be awaited.
+    static func stopShared() {
+        guard let cluster = started.withLock({ $0 }) else { return }
+        let pidFile = cluster.directory.appendingPathComponent("data/postmaster.pid").path
+        if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+            let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) })
+        {
+            kill(pid, SIGQUIT)
+            // The postmaster is no child of this process: wait (up to 10 s) until it is gone.
+            for _ in 0..<1_000 where kill(pid, 0) == 0 { usleep(10_000) }
+        }
+        try? FileManager.default.removeItem(at: cluster.directory)
     }
 
     /// A new empty database; its `postgres://` URL.
-    func makeDatabase() throws -> String {
+    func makeDatabase() async throws -> String {
         let name =
             "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
-        try run(
+        try await run(
             binDirectory.appendingPathComponent("createdb").path,
             ["-h", "127.0.0.1", "-p", String(port), "-U", Self.user, name]
         )
         return "postgres://\(Self.user)@127.0.0.1:\(port)/\(name)"
     }
 
-    func stop() {
-        _ = try? run(
-            binDirectory.appendingPathComponent("pg_ctl").path,
-            ["-D", directory.appendingPathComponent("data").path, "-m", "immediate", "-w", "stop"]
-        )
-        try? FileManager.default.removeItem(at: directory)
-    }
-
+    /// Runs a PostgreSQL tool (as the `postgres` user when the tests run as root), its output
+    /// to a file: `pg_ctl start` leaves a server behind that would hold a pipe open.
     @discardableResult
-    private func run(_ tool: String, _ arguments: [String], asPostgres: Bool? = nil) throws
+    private func run(_ tool: String, _ arguments: [String], asPostgres: Bool? = nil) async throws
         -> String
     {
         let argv =
             (asPostgres ?? runAsPostgres)
             ? ["/usr/sbin/runuser", "-u", "postgres", "--", tool] + arguments : [tool] + arguments
-        let (status, text) = try Spawn.run(argv)
-        guard status == 0 else {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "postgres-tool-\(UUID().uuidString)"
+        )
+        defer { try? FileManager.default.removeItem(at: output) }
+        let outcome = try await ChildProcess.run(
+            URL(fileURLWithPath: argv[0]),
+            Array(argv.dropFirst()),
+            stdout: .path(output.path),
+            stderr: .path(output.path),
+            timeout: 120
+        )
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        guard outcome.status == 0, !outcome.signalled else {
             throw PostgresClusterError(
-                "\((tool as NSString).lastPathComponent) failed (\(status)): \(text.suffix(800))"
+                "\((tool as NSString).lastPathComponent) failed (\(outcome.status)): \(text.suffix(800))"
             )
         }
         return text
@@ -160,41 +177,4 @@ final class PostgresCluster: Sendable {
 struct PostgresClusterError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-/// `posix_spawn` and `waitpid`, output to a temporary file: Foundation's `Process` can miss
-/// the exit of a command that leaves a daemon behind (`pg_ctl start`).
-enum Spawn {
-    static func run(_ argv: [String]) throws -> (Int32, String) {
-        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "spawn-\(UUID().uuidString)"
-        ).path
-        defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(
-            &actions,
-            1,
-            outputPath,
-            O_WRONLY | O_CREAT | O_TRUNC,
-            0o644
-        )
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var pid: pid_t = 0
-        var cArguments = argv.map { strdup($0) } + [nil]
-        defer { for pointer in cArguments { free(pointer) } }
-        let spawned = posix_spawnp(&pid, argv[0], &actions, nil, &cArguments, environ)
-        guard spawned == 0 else {
-            throw PostgresClusterError(
-                "cannot start \(argv[0]): \(String(cString: strerror(spawned)))"
-            )
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        let exited = (status & 0x7F) == 0
-        return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), text)
-    }
 }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Logging
 import Testing
@@ -541,22 +542,10 @@ func runPeer(_ base: URL, _ directory: URL, count: Int) async throws -> (
 ) {
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("AuthPeer")
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = [base.absoluteString, directory.path, "/v1/echo", "\(count)"]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { process in
-            continuation.resume(returning: process.terminationStatus)
-        }
-        do {
-            try process.run()
-        } catch {
-            process.terminationHandler = nil
-            continuation.resume(throwing: error)
-        }
-    }
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    return (status, output)
+    let outcome = try await ChildProcess.run(
+        executable,
+        [base.absoluteString, directory.path, "/v1/echo", "\(count)"],
+        stderr: .inherited
+    )
+    return (outcome.status, outcome.stdout)
 }

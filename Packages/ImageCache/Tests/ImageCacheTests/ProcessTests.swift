@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Plumbing
 import Logging
@@ -12,9 +13,7 @@ import Testing
 
 /// A child process running the stress tool, its output read line by line.
 final class StressChild {
-    let process = Process()
-    private let output = Pipe()
-    private var buffer: [UInt8] = []
+    let child: ChildProcess
     private(set) var finished = false
     private(set) var lines: [String] = []
 
@@ -25,58 +24,44 @@ final class StressChild {
         keys: Int,
         sizes: ClosedRange<Int>,
         durability: String
-    ) throws {
-        process.executableURL = stressToolURL
-        process.arguments = [
-            folder.path, "\(limit)", "\(writes)", "\(keys)", "\(sizes.lowerBound)",
-            "\(sizes.upperBound)",
-            durability,
-        ]
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        try process.run()
+    ) async throws {
+        child = try await ChildProcess.start(
+            stressToolURL,
+            [
+                folder.path, "\(limit)", "\(writes)", "\(keys)", "\(sizes.lowerBound)",
+                "\(sizes.upperBound)",
+                durability,
+            ],
+            stderr: .inherited
+        )
     }
 
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
-
-    var fd: Int32 { output.fileHandleForReading.fileDescriptor }
-
-    /// Reads what is available; returns the number of `committed` lines it held.
-    func readAvailable() -> Int {
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        let count = read(fd, &chunk, chunk.count)
-        if count <= 0 {
-            finished = true
-            return 0
-        }
-        buffer += chunk[0..<count]
+    /// Takes the lines written since the last call; returns how many were `committed` lines.
+    func takeLines() async -> Int {
+        let ended = child.outputEnded
         var commits = 0
-        while let newline = buffer.firstIndex(of: 0x0A) {
-            let line = String(decoding: buffer[..<newline], as: UTF8.self)
-            buffer.removeSubrange(...newline)
+        while let line = await child.nextLine(timeout: 0) {
             if line.hasPrefix("committed") { commits += 1 }
             lines.append(line)
         }
+        if ended { finished = true }
         return commits
     }
 
-    /// Reads until `committed N` has been printed N ≥ `count` times; false at end of output.
-    func waitForCommits(_ count: Int) -> Bool {
+    /// Reads until `committed N` has been printed N ≥ `count` times; false at end of output
+    /// or after a minute without one.
+    func waitForCommits(_ count: Int) async -> Bool {
         while lines.filter({ $0.hasPrefix("committed") }).count < count {
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 60_000) > 0 else { return false }
-            _ = readAvailable()
-            if finished { return false }
+            guard let line = await child.nextLine(timeout: 60) else { return false }
+            lines.append(line)
         }
         return true
     }
 
-    func waitForExit() -> Int32 {
-        while !finished { _ = readAvailable() }
-        process.waitUntilExit()
-        return process.terminationStatus
+    func waitForExit() async -> Int32 {
+        while let line = await child.nextLine(timeout: 300) { lines.append(line) }
+        finished = true
+        return await child.wait().status
     }
 }
 
@@ -86,44 +71,45 @@ struct ProcessTests {
         "several writer processes never take the folder over its limit",
         arguments: [("relaxed", 150), ("full", 30)]
     )
-    func severalWriters(durability: String, writes: Int) throws {
+    func severalWriters(durability: String, writes: Int) async throws {
         let folder = try TemporaryFolder()
         let limit = 400_000
-        let children = try (0..<4).map { _ in
-            try StressChild(
-                folder: folder.url,
-                limit: limit,
-                writes: writes,
-                keys: 60,
-                sizes: 5_000...60_000,
-                durability: durability
+        var children: [StressChild] = []
+        for _ in 0..<4 {
+            children.append(
+                try await StressChild(
+                    folder: folder.url,
+                    limit: limit,
+                    writes: writes,
+                    keys: 60,
+                    sizes: 5_000...60_000,
+                    durability: durability
+                )
             )
         }
         // After every batch of commits any child reports, look at the folder under the
         // cache's lock: what the file system holds, not what the index says.
         var largest = 0
         var checks = 0
+        var lastReport = ContinuousClock.now
         while children.contains(where: { !$0.finished }) {
-            var descriptors = children.filter { !$0.finished }.map {
-                pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0)
-            }
-            guard poll(&descriptors, nfds_t(descriptors.count), 60_000) > 0 else {
-                Issue.record("the writers stopped reporting for a minute")
-                return
-            }
             var commits = 0
-            for child in children where !child.finished {
-                if descriptors.contains(where: { $0.fd == child.fd && $0.revents != 0 }) {
-                    commits += child.readAvailable()
+            for child in children where !child.finished { commits += await child.takeLines() }
+            guard commits > 0 else {
+                guard ContinuousClock.now - lastReport < .seconds(60) else {
+                    Issue.record("the writers stopped reporting for a minute")
+                    return
                 }
+                try await Task.sleep(for: .milliseconds(2))
+                continue
             }
-            guard commits > 0 else { continue }
+            lastReport = ContinuousClock.now
             let total = withCacheLock(folder.url) { FolderScan(folder.url).totalBytes }
             largest = max(largest, total)
             checks += 1
             #expect(total <= limit, "the folder held \(total) bytes, over the \(limit)-byte limit")
         }
-        for child in children { #expect(child.waitForExit() == 0) }
+        for child in children { #expect(await child.waitForExit() == 0) }
         #expect(checks > 10)
         #expect(largest > limit / 2, "the cache never filled up; the test proves nothing")
         let hits = children.compactMap { child in
@@ -155,10 +141,10 @@ struct ProcessTests {
         "a writer killed at any moment leaves no space counted twice or lost",
         arguments: [2, 5, 9]
     )
-    func killedWriter(afterCommits: Int) throws {
+    func killedWriter(afterCommits: Int) async throws {
         let folder = try TemporaryFolder()
         let limit = 3_000_000
-        let child = try StressChild(
+        let child = try await StressChild(
             folder: folder.url,
             limit: limit,
             writes: -1,
@@ -166,9 +152,8 @@ struct ProcessTests {
             sizes: 100_000...400_000,
             durability: "full"
         )
-        #expect(child.waitForCommits(afterCommits))
-        kill(child.process.processIdentifier, SIGKILL)
-        child.process.waitUntilExit()
+        #expect(await child.waitForCommits(afterCommits))
+        _ = await child.child.stop(with: SIGKILL)
 
         let cache = try DiskCache(
             directory: folder.url,
@@ -187,7 +172,7 @@ struct ProcessTests {
     }
 
     @Test("the reservation of a writer that died mid-write is reclaimed with its temporary file")
-    func deadReservation() throws {
+    func deadReservation() async throws {
         let folder = try TemporaryFolder()
         let cache = try DiskCache(
             directory: folder.url,
@@ -198,10 +183,8 @@ struct ProcessTests {
         try cache.store(Data(count: 10_000), forKey: CacheKey("a"))
 
         // A process that has exited: its pid is free.
-        let gone = Process()
-        gone.executableURL = URL(fileURLWithPath: "/bin/true")
-        try gone.run()
-        gone.waitUntilExit()
+        let gone = try await ChildProcess.start(URL(fileURLWithPath: "/bin/true"))
+        _ = await gone.wait()
         let deadPID = Int64(gone.processIdentifier)
 
         let indexURL = folder.url.appendingPathComponent("index")

@@ -353,72 +353,6 @@ public struct ClientConfigurationResponse: Sendable, Hashable, Codable {
     }
 }
 
-/// The signed-in associate (`GET /v1/me`).
-///
-/// Rules: `username` 1–64 characters of letters, digits, `.`, `_` and `-`; `displayName`
-/// non-empty, single line, at most 200 characters.
-public struct Associate: Sendable, Hashable, Codable {
-    /// The sign-in name.
-    public var username: String
-    /// The name shown to people.
-    public var displayName: String
-    /// The associate's home store, if any.
-    public var homeStoreID: UUID?
-
-    /// Makes and validates an associate.
-    public init(username: String, displayName: String, homeStoreID: UUID? = nil)
-        throws(ValidationError)
-    {
-        self.username = username
-        self.displayName = displayName
-        self.homeStoreID = homeStoreID
-        try validate()
-    }
-
-    /// Whether `name` is a valid user name (see the type's rules).
-    public static func isValidUsername(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 64
-            && name.unicodeScalars.allSatisfy {
-                $0.isASCII
-                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
-                        || "._-".unicodeScalars.contains($0))
-            }
-    }
-
-    /// Checks the rules in the type's documentation.
-    public func validate() throws(ValidationError) {
-        guard Self.isValidUsername(username) else {
-            throw ValidationError(
-                field: "username",
-                code: .invalidFormat,
-                reason: "is not 1–64 letters, digits, '.', '_' or '-'"
-            )
-        }
-        try Check.name(displayName, field: "displayName")
-    }
-
-    private enum CodingKeys: String, CodingKey { case username, displayName, homeStoreID }
-
-    /// Decodes and validates an associate.
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        username = try c.decode(String.self, forKey: .username)
-        displayName = try c.decode(String.self, forKey: .displayName)
-        homeStoreID = try c.contains(.homeStoreID) ? c.decodeUUID(.homeStoreID) : nil
-        do { try validate() } catch {
-            throw c.wrapped(error, at: CodingKeys(stringValue: error.field))
-        }
-    }
-
-    /// Encodes the associate; no home store is left out.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(username, forKey: .username)
-        try c.encode(displayName, forKey: .displayName)
-        if let homeStoreID { try c.encodeUUID(homeStoreID, forKey: .homeStoreID) }
-    }
-}
-
 /// The answer of `GET /health`.
 public struct ServerHealth: Sendable, Hashable, Codable {
     /// `ok`, or `unavailable` when the database does not answer.
@@ -460,6 +394,8 @@ public enum ProblemType {
     /// 409: the first request with this `Idempotency-Key` is still running after the wait
     /// (30 s); retry after `Retry-After`.
     public static let idempotencyKeyInUse = base + "idempotency-key-in-use"
+    /// 403: the caller's role does not allow it (apps exit 13).
+    public static let forbidden = base + "forbidden"
     /// 403: a flag turns the action off for the store; see ``APIProblem/flag``.
     public static let featureDisabled = base + "feature-disabled"
     /// 413: the body is over the limit.

@@ -127,17 +127,63 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
     public var market: String
     /// The region within or across markets; flags can target it.
     public var region: String
+    /// A short name people type instead of the id (`berlin-kurfuerstendamm`): 1–64 lowercase
+    /// letters, digits and `-`, unique among the server's stores; absent from older servers.
+    public var shortName: String?
 
     /// Makes and validates a store.
-    public init(id: UUID = UUID(), name: String, timeZone: String, market: String, region: String)
-        throws(ValidationError)
-    {
+    public init(
+        id: UUID = UUID(),
+        name: String,
+        timeZone: String,
+        market: String,
+        region: String,
+        shortName: String? = nil
+    ) throws(ValidationError) {
         self.id = id
         self.name = name
         self.timeZone = timeZone
         self.market = market
         self.region = region
+        self.shortName = shortName
         try validate()
+    }
+
+    /// Whether `text` has the form of a short name (it may still name no store).
+    public static func isShortName(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 64 && !text.hasPrefix("-") && !text.hasSuffix("-")
+            && text.utf8.allSatisfy {
+                ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z"))
+                    || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                    || $0 == UInt8(ascii: "-")
+            }
+    }
+
+    /// The short name a store called `name` gets: lowercase ASCII, German umlauts and ß spelt
+    /// out, other accents dropped, runs of anything else as one `-` (`Berlin Kurfürstendamm` →
+    /// `berlin-kurfuerstendamm`); `store` when nothing is left.
+    public static func shortName(for name: String) -> String {
+        var spelt = ""
+        for character in name.lowercased() {
+            switch character {
+            case "ä": spelt += "ae"
+            case "ö": spelt += "oe"
+            case "ü": spelt += "ue"
+            case "ß": spelt += "ss"
+            default: spelt.append(character)
+            }
+        }
+        let folded = spelt.folding(options: [.diacriticInsensitive], locale: nil)
+        var slug = ""
+        for scalar in folded.unicodeScalars {
+            if scalar.isASCII, scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) {
+                slug.unicodeScalars.append(scalar)
+            } else if !slug.isEmpty, !slug.hasSuffix("-") {
+                slug += "-"
+            }
+        }
+        while slug.hasSuffix("-") { slug.removeLast() }
+        return slug.isEmpty ? "store" : String(slug.prefix(64))
     }
 
     /// The store's time zone (UTC if the identifier was changed to an unknown one after
@@ -152,6 +198,13 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
         try Store.checkTimeZone(timeZone)
         try Store.checkCode(market, field: "market")
         try Store.checkCode(region, field: "region")
+        if let shortName, !Store.isShortName(shortName) {
+            throw ValidationError(
+                field: "shortName",
+                code: .invalidFormat,
+                reason: "\"\(shortName.prefix(64))\" is not 1–64 lowercase letters, digits and -"
+            )
+        }
     }
 
     static func checkTimeZone(_ identifier: String) throws(ValidationError) {
@@ -191,7 +244,9 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
         }
     }
 
-    private enum CodingKeys: String, CodingKey { case id, name, timeZone, market, region }
+    private enum CodingKeys: String, CodingKey {
+        case id, name, timeZone, market, region, shortName
+    }
 
     /// Decodes and validates a store; unknown keys are ignored.
     public init(from decoder: any Decoder) throws {
@@ -201,6 +256,7 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
         timeZone = try c.decode(String.self, forKey: .timeZone)
         market = try c.decode(String.self, forKey: .market)
         region = try c.decode(String.self, forKey: .region)
+        shortName = try c.decodeIfPresent(String.self, forKey: .shortName)
         do { try validate() } catch {
             throw c.wrapped(error, at: CodingKeys(stringValue: error.field))
         }

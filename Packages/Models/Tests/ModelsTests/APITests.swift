@@ -148,13 +148,25 @@ struct APITests {
         )
     }
 
-    @Test("an associate checks its user name and leaves out a missing home store")
+    @Test(
+        "an associate checks its user name, leaves out a missing home store and reads an older server's answer as an associate of its home store"
+    )
     func associate() throws {
         let ana = try Associate(username: "ana.weber", displayName: "Ana Weber")
         #expect(
             String(decoding: try JSONEncoder.shopfloor.encode(ana), as: UTF8.self)
-                == #"{"displayName":"Ana Weber","username":"ana.weber"}"#
+                == #"{"displayName":"Ana Weber","role":"associate","storeIDs":[],"username":"ana.weber"}"#
         )
+        let older = try JSONDecoder.shopfloor.decode(
+            Associate.self,
+            from: Data(
+                #"{"displayName":"Demo","homeStoreID":"\#(berlinStore.uuidString)","username":"demo"}"#
+                    .utf8
+            )
+        )
+        #expect(older.role == .associate && older.storeIDs == [berlinStore])
+        let admin = try Associate(username: "root", displayName: "Root", role: .admin)
+        #expect(try roundTrip(admin) == admin && admin.role.seesEveryStore)
         #expect(throws: ValidationError.self) {
             try Associate(username: "ana weber", displayName: "A")
         }
@@ -205,5 +217,40 @@ struct APITests {
         )
         #expect(field.code == "outOfRange" && field.message == "partySize is 60")
         #expect(ProblemType.notFound == "https://shopfloor.dev/problems/not-found")
+    }
+}
+
+@Suite("stores' short names")
+struct StoreShortNameTests {
+    @Test(
+        "a store's name becomes a short name people can type",
+        arguments: [
+            ("Berlin Kurfürstendamm", "berlin-kurfuerstendamm"),
+            ("New York Fifth Avenue", "new-york-fifth-avenue"),
+            ("  Café Zoë / Größe 2 ", "cafe-zoe-groesse-2"),
+            ("東京", "store"),
+        ]
+    )
+    func shortName(name: String, expected: String) {
+        #expect(Store.shortName(for: name) == expected)
+        #expect(Store.isShortName(expected))
+    }
+
+    @Test("only lowercase letters, digits and inner dashes make a short name")
+    func shape() {
+        for bad in [
+            "", "-berlin", "berlin-", "Berlin", "ber lin", String(repeating: "a", count: 65),
+        ] {
+            #expect(!Store.isShortName(bad), "\(bad)")
+        }
+        #expect(throws: ValidationError.self) {
+            try Store(
+                name: "X",
+                timeZone: "UTC",
+                market: "DE",
+                region: "DE-BE",
+                shortName: "Not OK"
+            )
+        }
     }
 }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import PNG
 import Testing
@@ -9,7 +10,7 @@ let samplePixels: [UInt8] = [
 ]
 
 /// `pixels` (RGBA, `width` wide) written as a PNG by ImageMagick with `options`.
-func makePNG(_ pixels: [UInt8], width: Int, height: Int, options: [String]) throws -> Data {
+func makePNG(_ pixels: [UInt8], width: Int, height: Int, options: [String]) async throws -> Data {
     let directory = FileManager.default.temporaryDirectory
         .appendingPathComponent("png-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -17,14 +18,12 @@ func makePNG(_ pixels: [UInt8], width: Int, height: Int, options: [String]) thro
     let raw = directory.appendingPathComponent("in.raw")
     try Data(pixels).write(to: raw)
     let out = directory.appendingPathComponent("out.png")
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments =
+    let outcome = try await ChildProcess.run(
+        URL(fileURLWithPath: "/usr/bin/env"),
         ["convert", "-size", "\(width)x\(height)", "-depth", "8", "rgba:\(raw.path)", "-strip"]
-        + options + [out.path]
-    try process.run()
-    process.waitUntilExit()
-    try #require(process.terminationStatus == 0, "convert \(options) failed")
+            + options + [out.path]
+    )
+    try #require(outcome.status == 0, "convert \(options) failed: \(outcome)")
     return try Data(contentsOf: out)
 }
 
@@ -55,9 +54,9 @@ func pngHeader(width: UInt32, height: UInt32) -> Data {
 @Suite("Decoding PNGs with libpng")
 struct PNGImageTests {
     @Test("8-bit RGBA decodes to exactly its pixels")
-    func rgba() throws {
-        let decoded = try PNGImage(
-            decoding: try makePNG(
+    func rgba() async throws {
+        let decoded = try await PNGImage(
+            decoding: try await makePNG(
                 samplePixels,
                 width: 3,
                 height: 2,
@@ -70,9 +69,9 @@ struct PNGImageTests {
     }
 
     @Test("16-bit RGBA is reduced to 8 bits (linear, as libpng reads 16-bit without gAMA)")
-    func sixteenBit() throws {
-        let decoded = try PNGImage(
-            decoding: try makePNG(
+    func sixteenBit() async throws {
+        let decoded = try await PNGImage(
+            decoding: try await makePNG(
                 samplePixels,
                 width: 3,
                 height: 2,
@@ -90,10 +89,10 @@ struct PNGImageTests {
     }
 
     @Test("RGB without alpha is opaque; palette and grey images expand to RGBA")
-    func otherTypes() throws {
+    func otherTypes() async throws {
         let opaque = samplePixels.enumerated().map { $0.offset % 4 == 3 ? 255 : $0.element }
-        let rgb = try PNGImage(
-            decoding: try makePNG(
+        let rgb = try await PNGImage(
+            decoding: try await makePNG(
                 opaque,
                 width: 3,
                 height: 2,
@@ -102,8 +101,8 @@ struct PNGImageTests {
             name: "rgb.png"
         )
         #expect(rgb.rgba == opaque)
-        let palette = try PNGImage(
-            decoding: try makePNG(
+        let palette = try await PNGImage(
+            decoding: try await makePNG(
                 opaque,
                 width: 3,
                 height: 2,
@@ -113,8 +112,8 @@ struct PNGImageTests {
         )
         #expect(palette.rgba == opaque)
         let greys: [UInt8] = [0, 0, 0, 255, 90, 90, 90, 255, 255, 255, 255, 0]
-        let grey = try PNGImage(
-            decoding: try makePNG(
+        let grey = try await PNGImage(
+            decoding: try await makePNG(
                 greys,
                 width: 3,
                 height: 1,
@@ -127,8 +126,8 @@ struct PNGImageTests {
     }
 
     @Test("Cut-short, damaged and foreign bytes are refused with the input's name")
-    func damaged() throws {
-        let good = try makePNG(samplePixels, width: 3, height: 2, options: [])
+    func damaged() async throws {
+        let good = try await makePNG(samplePixels, width: 3, height: 2, options: [])
         for (bytes, reason) in [
             (good.prefix(good.count / 2), "not a readable PNG"),
             (good.prefix(30), "not a readable PNG"),

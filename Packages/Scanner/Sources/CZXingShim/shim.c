@@ -26,6 +26,7 @@ static const struct {
     {SFZ_CODABAR, ZXing_BarcodeFormat_Codabar},
     {SFZ_AZTEC, ZXing_BarcodeFormat_Aztec},
     {SFZ_DATABAR, ZXing_BarcodeFormat_DataBar},
+    {SFZ_MAXICODE, ZXing_BarcodeFormat_MaxiCode},
 };
 #define FORMAT_COUNT (sizeof format_map / sizeof format_map[0])
 

@@ -48,11 +48,16 @@ public final class BarcodeReader: Sendable {
             )
             search.run(into: &merger)
         }
+        let checkStarted = ContinuousClock.now
         let checked = SmallSymbolCheck.check(
             merger.sorted(),
             in: grey,
             origin: ImagePoint(x: Int(base.tx), y: Int(base.ty)),
             options: options
+        )
+        logger.debug(
+            "scanner pass",
+            metadata: RegionSearch.metadata("small symbol check", checked.count, checkStarted)
         )
         return Merger.inReadingOrder(checked)
     }

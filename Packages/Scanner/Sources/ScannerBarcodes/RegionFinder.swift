@@ -265,3 +265,188 @@ enum RegionFinder {
         }
     }
 }
+
+extension RegionFinder {
+    /// The direction across the bars of `g` (degrees in [-90, 90), 0 for upright bars), or
+    /// nil when the image is too small to tell: the angle at which projecting the pixels
+    /// along the bars keeps the most contrast (the variance between the projection's 1 px
+    /// bins). The texture tensor's angle is a mean over the region and drifts by 10-20°
+    /// when digits, a PDF417's data columns or background share it; the projection is
+    /// sharp only when the bars line up with it, so small residual tilts (which cost a
+    /// symbol that is long and short a row crossing all its bars) are measured too.
+    ///
+    /// With `estimate` (the texture's angle), only angles within 35° of it are tried: a
+    /// long, short symbol on a light ground also projects sharply across its length (the
+    /// dark band against the ground), 90° away from its bars.
+    static func barAngle(_ g: ImageBuffer, near estimate: Double? = nil) -> Double? {
+        guard g.width >= 16, g.height >= 16 else { return nil }
+        // About 8,000 samples, whatever the region's size.
+        let step = max(1, Int((Double(g.width * g.height) / 8_000).squareRoot()))
+        var xs: [Float] = []
+        var ys: [Float] = []
+        var vs: [Float] = []
+        let cx = Float(g.width) / 2
+        let cy = Float(g.height) / 2
+        // High-passed (minus a 9×9 mean): the ground and the symbol's dark band project to
+        // nothing, so bars a few dozen pixels long in a wide picture still stand out.
+        let smooth = GreyOps.boxBlurred(g, radius: 4)
+        g.pixels.withUnsafeBufferPointer { p in
+            for y in Swift.stride(from: 0, to: g.height, by: step) {
+                for x in Swift.stride(from: 0, to: g.width, by: step) {
+                    xs.append(Float(x) - cx)
+                    ys.append(Float(y) - cy)
+                    vs.append(Float(p[y * g.stride + x]) - Float(smooth.pixels[y * g.width + x]))
+                }
+            }
+        }
+        let radius = Int((Double(g.width * g.width + g.height * g.height)).squareRoot() / 2) + 2
+        var sums = [Float](repeating: 0, count: 2 * radius + 1)
+        var counts = [Float](repeating: 0, count: 2 * radius + 1)
+        func score(_ degrees: Double) -> Float {
+            let r = degrees * .pi / 180
+            let c = Float(cos(r))
+            let s = Float(sin(r))
+            for i in sums.indices {
+                sums[i] = 0
+                counts[i] = 0
+            }
+            for i in xs.indices {
+                let bin = radius + Int((xs[i] * c + ys[i] * s).rounded())
+                sums[bin] += vs[i]
+                counts[bin] += 1
+            }
+            // Between-bin variance (times the sample count), bins of few samples left out:
+            // the corners of the projection say nothing about the bars.
+            var total: Float = 0
+            var weighted: Float = 0
+            var n: Float = 0
+            for i in sums.indices where counts[i] >= 4 {
+                total += sums[i]
+                weighted += sums[i] * sums[i] / counts[i]
+                n += counts[i]
+            }
+            return n > 0 ? weighted - total * total / n : 0
+        }
+        var best = 0.0
+        var bestScore = -Float.infinity
+        let range = estimate.map { ($0 - 35, $0 + 35) } ?? (-90.0, 90.0)
+        for degrees in Swift.stride(from: range.0, to: range.1, by: 4) {
+            let s = score(degrees)
+            if s > bestScore {
+                bestScore = s
+                best = degrees
+            }
+        }
+        let coarse = best
+        for degrees in Swift.stride(from: coarse - 3, through: coarse + 3, by: 0.5) {
+            let s = score(degrees)
+            if s > bestScore {
+                bestScore = s
+                best = degrees
+            }
+        }
+        // Back into [-90, 90): a window near ±90 reaches past it.
+        var angle = best
+        while angle >= 90 { angle -= 180 }
+        while angle < -90 { angle += 180 }
+        return angle
+    }
+}
+
+extension RegionFinder {
+    /// `g` (upright bars: rows cross them) with everything left and right of the bars
+    /// painted in the symbol's light level, or nil when no run of bars stands out.
+    ///
+    /// A label cut close to its bars, or bars printed up to a label's edge on a textured
+    /// surface, has no quiet zone, and both decoders want one before the start pattern:
+    /// the symbol is plain to see and reads from a tight crop, not from the photo. Columns
+    /// score Σ(|dx| − |dy|) over the rows: bar edges run the whole column (|dx| high, |dy|
+    /// low), noise and texture score about zero either way.
+    static func withQuietZones(_ g: ImageBuffer) -> ImageBuffer? {
+        let w = g.width
+        let h = g.height
+        guard w >= 32, h >= 8 else { return nil }
+        var score = [Int](repeating: 0, count: w)
+        g.pixels.withUnsafeBufferPointer { p in
+            for y in 0..<(h - 1) {
+                let row = y * g.stride
+                for x in 0..<(w - 1) {
+                    let v = Int(p[row + x])
+                    score[x] += abs(Int(p[row + x + 1]) - v) - abs(Int(p[row + g.stride + x]) - v)
+                }
+            }
+        }
+        // Smoothed over about two wide bars, so the insides of bars and spaces do not split
+        // the run; the run around the strongest column, across gaps up to one window.
+        let r = max(8, w / 50)
+        var smooth = [Int](repeating: 0, count: w)
+        var sum = 0
+        for x in 0..<min(w, r) { sum += score[x] }
+        for x in 0..<w {
+            if x + r < w { sum += score[x + r] }
+            if x - r - 1 >= 0 { sum -= score[x - r - 1] }
+            smooth[x] = sum
+        }
+        guard let peak = smooth.indices.max(by: { smooth[$0] < smooth[$1] }), smooth[peak] > 0
+        else { return nil }
+        let threshold = smooth[peak] / 4
+        var start = peak
+        var end = peak
+        var gap = 0
+        var x = peak
+        while x > 0 {
+            x -= 1
+            if smooth[x] > threshold {
+                start = x
+                gap = 0
+            } else {
+                gap += 1
+                if gap > 2 * r { break }
+            }
+        }
+        gap = 0
+        x = peak
+        while x < w - 1 {
+            x += 1
+            if smooth[x] > threshold {
+                end = x
+                gap = 0
+            } else {
+                gap += 1
+                if gap > 2 * r { break }
+            }
+        }
+        // The first and last bar edges inside the run: columns whose own score is a third
+        // of the run's strong edges (the 90th percentile).
+        let run = score[start...end].sorted()
+        let strong = run[run.count * 9 / 10]
+        guard strong > 0 else { return nil }
+        guard let left = (start...end).first(where: { score[$0] * 3 > strong }),
+            let right = (start...end).last(where: { score[$0] * 3 > strong }), right - left >= 16
+        else { return nil }
+        // Nothing to paint: the bars reach both sides.
+        guard left > 1 || right < w - 2 else { return nil }
+        // The light level: the 90th percentile of the bars' columns.
+        var histogram = [Int](repeating: 0, count: 256)
+        for y in Swift.stride(from: 0, to: h, by: 2) {
+            for x in Swift.stride(from: left, through: right, by: 2) {
+                histogram[Int(g.pixels[y * g.stride + x])] += 1
+            }
+        }
+        let total = histogram.reduce(0, +)
+        var light = 255
+        var above = 0
+        while light > 0, above + histogram[light] < total / 10 {
+            above += histogram[light]
+            light -= 1
+        }
+        var out = [UInt8](repeating: UInt8(light), count: w * h)
+        // score[x] is the step from column x to x + 1: keep what lies between the steps.
+        let keepFrom = left + 1
+        let keepTo = right
+        for y in 0..<h {
+            for x in keepFrom...keepTo { out[y * w + x] = g.pixels[y * g.stride + x] }
+        }
+        return GreyOps.packed(width: w, height: h, out)
+    }
+}

@@ -128,9 +128,46 @@ struct RegionSearch {
                 claimed.append(area)
             }
         }
+        if merger.isEmpty, max(grey.width, grey.height) <= 160 {
+            smallImage(into: &merger)
+        }
         if options.effort == .thorough, merger.isEmpty {
             wholeImage(into: &merger)
         }
+    }
+
+    /// An image of a few dozen pixels is a cropped symbol (too few tiles for the region
+    /// search): ZXing's pure-symbol reader for 2D symbols, then the image framed in white
+    /// and doubled. Cropped tight, a turned copy of a symbol the first pass reads upright
+    /// can lose its finder patterns' contrast against the frame.
+    private mutating func smallImage(into merger: inout Merger) {
+        let started = ContinuousClock.now
+        var pure = zxingPass()
+        pure.isPure = true
+        var found =
+            ZXingEngine.read(
+                grey,
+                symbologies: options.symbologies.filter { !$0.isLinear },
+                pass: pure,
+                maximumSymbols: options.maximumSymbols,
+                transform: .identity
+            ) ?? []
+        if found.isEmpty {
+            let border = max(4, max(grey.width, grey.height) / 8)
+            let framed = GreyOps.framed(grey, border: border)
+            let (doubled, back) = GreyOps.scaled(framed, by: 2)
+            found =
+                ZXingEngine.read(
+                    doubled,
+                    symbologies: options.symbologies,
+                    pass: zxingPass(),
+                    maximumSymbols: options.maximumSymbols,
+                    transform: PointTransform.translation(-Double(border), -Double(border))
+                        .after(back)
+                ) ?? []
+        }
+        add(found, to: &merger)
+        logger.debug("scanner pass", metadata: Self.metadata("small image", found.count, started))
     }
 
     /// Thorough effort, when the regions gave nothing: the whole image through the variants
@@ -160,7 +197,7 @@ struct RegionSearch {
         for (name, symbologies, pass, derive) in [fixed] + variants {
             guard !symbologies.isEmpty else { continue }
             let started = ContinuousClock.now
-            let (image, t) = derive(grey)
+            guard let (image, t) = derive(grey) else { continue }
             var found =
                 ZXingEngine.read(
                     image,
@@ -299,6 +336,36 @@ struct RegionSearch {
             work = rotated
             toGrey = toGrey.after(back)
         }
+        // The texture's angle is a mean over the region: digits, a PDF417's data columns or
+        // background drift it by 10-20°, and a long, short symbol tilted by 10° is crossed
+        // whole by no row. The bars' own angle (``RegionFinder/barAngle(_:)``) gives a second
+        // working image when it differs, for the stages reading `.upright`; measured when
+        // the first such stage is reached.
+        // Linear regions, located PDF417s, and 2D regions whose texture leans one way (a
+        // PDF417 at an angle measures 0.2-0.3; QR codes and DataMatrix below 0.2).
+        let measures =
+            candidate.isLinear || candidate.symbology == .pdf417 || candidate.coherence >= 0.2
+        var uprightMeasured = false
+        var uprightImage: (ImageBuffer, PointTransform)?
+        func upright() -> (ImageBuffer, PointTransform)? {
+            if uprightMeasured { return uprightImage }
+            uprightMeasured = true
+            guard measures,
+                let measured = RegionFinder.barAngle(
+                    crop, near: candidate.isLinear ? candidate.angle : nil)
+            else { return nil }
+            let used = candidate.isLinear && abs(candidate.angle) > 20 ? candidate.angle : 0
+            logger.debug(
+                "scanner bar angle",
+                metadata: ["texture": "\(Int(candidate.angle))", "bars": "\(measured)"]
+            )
+            guard abs(measured - used) > 4, abs(abs(measured - used) - 180) > 4 else { return nil }
+            let (rotated, back) = GreyOps.rotated(crop, degrees: -measured)
+            uprightImage = (
+                rotated, PointTransform.translation(Double(area.x), Double(area.y)).after(back)
+            )
+            return uprightImage
+        }
         // Scaling up helps modules under about 2.5 px. The region's extent bounds them: a
         // 1D symbol spans 60-200 modules across its bars, a 2D one 10-150; a large region
         // has large modules (or is texture), and four times its pixels would be wasted.
@@ -344,12 +411,25 @@ struct RegionSearch {
             if fine || thorough {
                 stages.append(Stage("upscale x2", symbologies, harder, zbar: .rows, upscale2))
             }
+            // Out-of-focus bars and PDF417 rows: unsharp masking restores their edges.
             if thorough {
                 stages.append(
-                    Stage("sharpen", symbologies, quick, zbar: .rows) { g in
+                    Stage("sharpen", symbologies, harder, zbar: .rows) { g in
                         (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
                     }
                 )
+            }
+            // The bars' measured angle, when the texture's was off: second after the first
+            // pass, which reads most symbols whatever their tilt.
+            var deskewed = Stage("upright harder", symbologies, harder, zbar: .rows, keep)
+            deskewed.source = .upright
+            // Bars up to a label's edge on a textured surface: quiet zones painted in.
+            var zoned = Stage("quiet zones", symbologies, harder, zbar: .rows) { g in
+                RegionFinder.withQuietZones(g).map { ($0, .identity) }
+            }
+            zoned.source = .uprightOrWork
+            stages.insert(contentsOf: [deskewed, zoned], at: 1)
+            if thorough {
                 var global = quick
                 global.binarizer = .globalHistogram
                 stages.append(Stage("global histogram", symbologies, global, zbar: nil, keep))
@@ -376,11 +456,25 @@ struct RegionSearch {
             let all = options.symbologies
             let symbologies = all.filter { !$0.isLinear }
             stages.append(Stage("harder", all, first, zbar: nil, keep))
+            if symbologies.contains(.pdf417), candidate.symbology == .pdf417 || measures {
+                // A PDF417 at an angle: its rows turned along the image's rows.
+                var deskewed = Stage("upright harder", [.pdf417], harder, zbar: nil, keep)
+                deskewed.source = .upright
+                stages.append(deskewed)
+            }
             var fixed = harder
             fixed.binarizer = .fixedThreshold
             // (The fixed threshold is cheap, and low-contrast 1D codes, whose bars blur into
             // their digits, end up here: it asks for everything too.)
             stages.append(Stage("fixed threshold", all, fixed, zbar: nil, keep))
+            if candidate.symbology == .pdf417 {
+                // Out-of-focus PDF417 rows: unsharp masking restores their edges.
+                stages.append(
+                    Stage("sharpen", [.pdf417], harder, zbar: nil) { g in
+                        (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
+                    }
+                )
+            }
             if fine || thorough {
                 stages.append(Stage("upscale x2", symbologies, harder, zbar: nil, upscale2))
             }
@@ -446,8 +540,16 @@ struct RegionSearch {
                     )
                 )
             }
-            let (image, t) = stage.derive(work)
-            let transform = toGrey.after(t)
+            let source: (ImageBuffer, PointTransform)
+            switch stage.source {
+            case .work: source = (work, toGrey)
+            case .upright:
+                guard let turned = upright() else { continue }
+                source = turned
+            case .uprightOrWork: source = upright() ?? (work, toGrey)
+            }
+            guard let (image, t) = stage.derive(source.0) else { continue }
+            let transform = source.1.after(t)
             var found =
                 ZXingEngine.read(
                     image,
@@ -477,7 +579,8 @@ struct RegionSearch {
         return (last, [])
     }
 
-    typealias Derivation = @Sendable (ImageBuffer) -> (ImageBuffer, PointTransform)
+    /// A derived image and the way back to its source's coordinates; nil skips the stage.
+    typealias Derivation = @Sendable (ImageBuffer) -> (ImageBuffer, PointTransform)?
 
     /// One variant: derive an image from the region, read it with ZXing, then with zbar
     /// when ZXing finds nothing (1D only: zbar's QR reader adds nothing ZXing misses).
@@ -488,6 +591,17 @@ struct RegionSearch {
         /// zbar's scan lines when zbar runs after ZXing; nil: ZXing only.
         var zbar: ZBarEngine.ScanLines?
         var derive: Derivation
+        /// Which image the stage derives from.
+        var source = Source.work
+
+        enum Source {
+            /// The working image (the region, turned upright by the texture's angle).
+            case work
+            /// The region turned by the bars' measured angle; skipped when that is no other.
+            case upright
+            /// That when there is one, else the working image.
+            case uprightOrWork
+        }
 
         init(
             _ name: String,

@@ -46,7 +46,7 @@ enum SmallSymbolCheck {
             let codewords = n / 2 + 10
             let columns = max(1, min(30, (codewords / 3).squareRoot().rounded(.up)))
             modules = 17 * columns + 69
-        case .qrCode, .microQRCode, .dataMatrix, .aztec: return nil
+        case .qrCode, .microQRCode, .dataMatrix, .aztec, .maxiCode: return nil
         }
         return long / modules
     }
@@ -66,7 +66,11 @@ enum SmallSymbolCheck {
         }
         var result: [Barcode] = []
         for code in found {
-            guard let module = moduleWidth(of: code), module < moduleThreshold else {
+            // zbar's 1D readings too: it reads blurred EAN bars wrong on many agreeing scan
+            // lines where ZXing, driven hard on the same place, reads them right.
+            guard let module = moduleWidth(of: code),
+                module < moduleThreshold || (code.engine == .zbar && code.symbology.isLinear)
+            else {
                 result.append(code)
                 continue
             }
@@ -105,12 +109,18 @@ enum SmallSymbolCheck {
         global.binarizer = .globalHistogram
         // Until one reads this place: the local binarizer, then a fixed threshold and a
         // global histogram (misread bars are often a threshold's doing), then three times.
-        let variants: [(Double, ZXingEngine.Pass)] = [
-            (2, pass), (2, fixed), (2, global), (3, pass),
-        ]
-        let twice = GreyOps.scaled(crop, by: 2)
+        // A zbar reading of larger modules first gets ZXing's harder search at its size.
+        let large = (moduleWidth(of: code) ?? 0) >= moduleThreshold
+        let variants: [(Double, ZXingEngine.Pass)] =
+            large
+            ? [(1, pass), (1, fixed), (2, pass)]
+            : [(2, pass), (2, fixed), (2, global), (3, pass)]
+        var twice: (ImageBuffer, PointTransform)?
         for (factor, pass) in variants {
-            let (scaled, back) = factor == 2 ? twice : GreyOps.scaled(crop, by: factor)
+            if factor == 2, twice == nil { twice = GreyOps.scaled(crop, by: 2) }
+            let (scaled, back) =
+                factor == 1
+                ? (crop, .identity) : factor == 2 ? twice! : GreyOps.scaled(crop, by: factor)
             let transform = toGrey.after(back)
             var readings =
                 ZXingEngine.read(

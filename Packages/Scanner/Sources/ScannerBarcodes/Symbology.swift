@@ -15,6 +15,9 @@ public enum Symbology: String, Sendable, Hashable, Codable, CaseIterable, Compar
     case itf = "ITF"
     case codabar = "Codabar"
     case dataBar = "DataBar"
+    /// MaxiCode (UPS parcels). ZXing-C++ reads it only when it fills the image or a region
+    /// upright, without a finder search: from crops of the regions the search looks at.
+    case maxiCode = "MaxiCode"
 
     /// The lowercase name used on command lines (`qr`, `datamatrix`, `ean13`, ...).
     public var commandLineName: String {
@@ -43,6 +46,7 @@ public enum Symbology: String, Sendable, Hashable, Codable, CaseIterable, Compar
         case .itf: "I2/5"
         case .codabar: "Codabar"
         case .dataBar: "DataBar"
+        case .maxiCode: "MaxiCode"
         }
     }
 
@@ -54,7 +58,7 @@ public enum Symbology: String, Sendable, Hashable, Codable, CaseIterable, Compar
             "datamatrix": .dataMatrix, "dm": .dataMatrix, "pdf417": .pdf417, "aztec": .aztec,
             "ean13": .ean13, "ean8": .ean8, "upca": .upcA, "upce": .upcE, "code128": .code128,
             "code39": .code39, "code93": .code93, "itf": .itf, "i25": .itf, "codabar": .codabar,
-            "databar": .dataBar,
+            "databar": .dataBar, "rss": .dataBar, "maxicode": .maxiCode,
         ]
         guard let value = aliases[key] else { return nil }
         self = value
@@ -63,7 +67,7 @@ public enum Symbology: String, Sendable, Hashable, Codable, CaseIterable, Compar
     /// Linear (1D) symbologies.
     public var isLinear: Bool {
         switch self {
-        case .qrCode, .microQRCode, .dataMatrix, .pdf417, .aztec: false
+        case .qrCode, .microQRCode, .dataMatrix, .pdf417, .aztec, .maxiCode: false
         default: true
         }
     }

@@ -227,6 +227,7 @@ enum SymbologyIdentifier {
         case .dataMatrix: isGS1 ? "]d2" : "]d1"
         case .pdf417: "]L2"
         case .aztec: isGS1 ? "]z1" : "]z0"
+        case .maxiCode: "]U0"
         case .ean13, .upcA, .upcE: "]E0"
         case .ean8: "]E4"
         case .code128: isGS1 ? "]C1" : "]C0"

@@ -12,7 +12,7 @@ enum ZXingEngine {
         (.upcA, UInt32(SFZ_UPCA)), (.upcE, UInt32(SFZ_UPCE)), (.code128, UInt32(SFZ_CODE128)),
         (.code39, UInt32(SFZ_CODE39)), (.code93, UInt32(SFZ_CODE93)), (.itf, UInt32(SFZ_ITF)),
         (.codabar, UInt32(SFZ_CODABAR)), (.aztec, UInt32(SFZ_AZTEC)),
-        (.dataBar, UInt32(SFZ_DATABAR)),
+        (.dataBar, UInt32(SFZ_DATABAR)), (.maxiCode, UInt32(SFZ_MAXICODE)),
     ]
 
     /// The binarizer for one pass.

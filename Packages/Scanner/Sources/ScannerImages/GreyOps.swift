@@ -31,7 +31,7 @@ package struct PointTransform: Sendable {
     package static func translation(_ x: Double, _ y: Double) -> PointTransform {
         PointTransform(tx: x, ty: y)
     }
-    static func scale(_ s: Double) -> PointTransform { PointTransform(a: s, d: s) }
+    package static func scale(_ s: Double) -> PointTransform { PointTransform(a: s, d: s) }
 }
 
 /// Grey-image derivations for the fallback passes. Each returns a new packed grey image and
@@ -326,6 +326,19 @@ package enum GreyOps {
         return histogram
     }
 
+    /// `g` inside a frame of `border` white pixels on every side.
+    package static func framed(_ g: ImageBuffer, border: Int) -> ImageBuffer {
+        let w = g.width + 2 * border
+        let h = g.height + 2 * border
+        var out = [UInt8](repeating: 255, count: w * h)
+        for y in 0..<g.height {
+            for x in 0..<g.width {
+                out[(y + border) * w + x + border] = g.pixels[y * g.stride + x]
+            }
+        }
+        return packed(width: w, height: h, out)
+    }
+
     /// A packed grey image (stride = width) of `pixels`.
     package static func packed(width: Int, height: Int, _ pixels: [UInt8]) -> ImageBuffer {
         ImageBuffer(
@@ -351,7 +364,7 @@ extension GreyOps {
     /// `columnsToo`), in pixels: about 1.5-2 × the module size of a symbol, larger for coarse
     /// texture. A run ends where the pixel crosses the row's mean by more than a small margin
     /// (noise does not split runs).
-    static func meanRun(_ g: ImageBuffer, columnsToo: Bool) -> Double {
+    package static func meanRun(_ g: ImageBuffer, columnsToo: Bool) -> Double {
         var runs = 0
         var length = 0
         func scan(count: Int, _ pixel: (Int) -> Int) {

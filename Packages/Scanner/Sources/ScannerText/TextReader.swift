@@ -103,7 +103,9 @@ public struct TextReader: Sendable {
                 height: grey.height
             )
             if scale > 1 {
-                let (scaled, back) = GreyOps.scaled(grey, by: scale)
+                // Bicubic: bilinear interpolation blurs a one- or two-pixel stroke into a ramp
+                // (at 50 dpi the character error rate was 0.173 with it, 0.099 with this).
+                let (scaled, back) = TextPreprocess.scaledBicubic(grey, by: scale)
                 work = scaled
                 toOriginal = toOriginal.after(back)
             }

@@ -19,7 +19,11 @@ enum Corpus {
     ]
 
     static func images(in folder: String? = nil) -> [URL] {
-        let root = Fixtures.corpus
+        images(under: Fixtures.corpus, in: folder)
+    }
+
+    /// The images of a corpus-like tree (FAMILY/NAME.ext), families in order.
+    static func images(under root: URL, in folder: String? = nil) -> [URL] {
         guard let families = try? FileManager.default.contentsOfDirectory(atPath: root.path) else {
             return []
         }
@@ -33,7 +37,10 @@ enum Corpus {
     }
 
     /// Every image with an expected .txt or .bin.
-    static let expected: [Item] = images().compactMap { url in
+    static let expected: [Item] = images().compactMap(item(for:))
+
+    /// The image with its expected NAME.txt or NAME.bin beside it, or nil without either.
+    static func item(for url: URL) -> Item? {
         let base = url.deletingPathExtension()
         let text = try? String(contentsOf: base.appendingPathExtension("txt"), encoding: .utf8)
         let bytes = try? Data(contentsOf: base.appendingPathExtension("bin"))

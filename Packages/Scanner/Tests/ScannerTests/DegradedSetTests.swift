@@ -68,11 +68,12 @@ struct DegradedSetTests {
         #expect(missing.isEmpty, "missing: \(missing.prefix(5).map(\.file))")
     }
 
-    /// Floors a little under what the default effort read when this test was written (451
-    /// symbols; `--effort thorough` read 442 before the region search): better decoding
-    /// must not fail it, worse must. No reading may name a payload its image does not hold.
+    /// Floors a little under what the default effort read when this test was written (474
+    /// symbols; 451 before issue 29's bars' angle and quiet zones, when `--effort thorough`
+    /// read 461): better decoding must not fail it, worse must. No reading may name a
+    /// payload its image does not hold.
     @Test(
-        "the default effort reads at least 445 of the 610 symbols, misreads none and reads nothing in barcode-free images"
+        "the default effort reads at least 468 of the 610 symbols, misreads none and reads nothing in barcode-free images"
     )
     func defaultEffort() async throws {
         let (dir, entries) = try DegradedSet.load()
@@ -95,7 +96,7 @@ struct DegradedSetTests {
                 .map { "\(entry.file): \($0)" }
         }
         #expect(falsePositives.isEmpty, "\(falsePositives)")
-        #expect(read >= 445, "read \(read) of 610: \(bySymbology)")
+        #expect(read >= 468, "read \(read) of 610: \(bySymbology)")
         // Every kind of symbol is read well beyond what zbarimg manages (0 for DataMatrix
         // and PDF417, 10 of 102 Code 128).
         for (symbology, floor) in [

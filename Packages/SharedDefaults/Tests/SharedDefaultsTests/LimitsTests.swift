@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Logging
 import Testing
@@ -252,7 +253,7 @@ struct LimitsTests {
     @Test(
         "a commit waiting for another process's lock logs that it waits, then fails at its timeout having written nothing"
     )
-    func lockTimeout() throws {
+    func lockTimeout() async throws {
         let root = try TemporaryRoot()
         let log = LogCollector()
         let store = try SharedStore(
@@ -263,20 +264,16 @@ struct LimitsTests {
             lockTimeout: .milliseconds(1500)
         )
         try store.set("before", forKey: "k")
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
         // --no-fork: the lock's holder is this process, which the test kills.
-        holder.arguments = [
-            "--no-fork", store.containerURL.appendingPathComponent("defaults.lock").path, "-c",
-            "echo locked; exec sleep 60",
-        ]
-        let out = Pipe()
-        holder.standardOutput = out
-        try holder.run()
-        defer { kill(holder.processIdentifier, SIGKILL) }
-        #expect(
-            String(decoding: out.fileHandleForReading.availableData, as: UTF8.self) == "locked\n"
+        let holder = try await ChildProcess.start(
+            URL(fileURLWithPath: "/usr/bin/flock"),
+            [
+                "--no-fork", store.containerURL.appendingPathComponent("defaults.lock").path,
+                "-c", "echo locked; exec sleep 60",
+            ]
         )
+        defer { holder.signal(SIGKILL) }
+        #expect(await holder.nextLine(timeout: 10) == "locked")
         let started = ContinuousClock.now
         #expect { try store.set("after", forKey: "k") } throws: {
             ($0 as? SharedStoreError)?.code == .lockTimeout
@@ -288,8 +285,7 @@ struct LimitsTests {
         #expect(waiting.count == 1)
         #expect(waiting.first?.2["holder"] == "process \(holder.processIdentifier)")
         #expect(try root.store(refresh: .statEveryRead).string(forKey: "k") == "before")
-        kill(holder.processIdentifier, SIGKILL)
-        holder.waitUntilExit()
+        _ = await holder.stop(with: SIGKILL)
         try store.set("after", forKey: "k")
         #expect(try root.store(refresh: .statEveryRead).string(forKey: "k") == "after")
     }

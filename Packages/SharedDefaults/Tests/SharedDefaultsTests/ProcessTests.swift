@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import SharedDefaults
 import Testing
@@ -30,25 +31,34 @@ struct ProcessTests {
     }
 
     @Test("16 processes incrementing one key at once lose no increment")
-    func concurrentIncrements() throws {
+    func concurrentIncrements() async throws {
         let root = try TemporaryRoot()
-        let children = try (0..<16).map { _ in
-            try Child(["increment", "test", "counter", "\(StressSize.increments)"], root: root)
+        var children: [ChildProcess] = []
+        for _ in 0..<16 {
+            children.append(
+                try await stressTool(
+                    ["increment", "test", "counter", "\(StressSize.increments)"],
+                    root: root
+                )
+            )
         }
-        for child in children { #expect(child.waitForExit() == 0) }
+        for child in children { #expect(await child.wait(timeout: 600).status == 0) }
         let store = try root.store(refresh: .statEveryRead)
         #expect(store.int(forKey: "counter") == 16 * StressSize.increments)
         #expect(try !root.files(in: "test").contains { $0.contains("corrupt") })
     }
 
     @Test("16 processes setting distinct keys at once keep every key")
-    func concurrentDistinctKeys() throws {
+    func concurrentDistinctKeys() async throws {
         let root = try TemporaryRoot()
         let count = StressSize.distinctKeys
-        let children = try (0..<16).map { index in
-            try Child(["distinct", "test", "p\(index)", "\(count)"], root: root)
+        var children: [ChildProcess] = []
+        for index in 0..<16 {
+            children.append(
+                try await stressTool(["distinct", "test", "p\(index)", "\(count)"], root: root)
+            )
         }
-        for child in children { #expect(child.waitForExit() == 0) }
+        for child in children { #expect(await child.wait(timeout: 600).status == 0) }
         let values = try root.store(refresh: .statEveryRead).storedValues()
         #expect(values.count == 16 * count)
         for process in 0..<16 {
@@ -57,23 +67,25 @@ struct ProcessTests {
     }
 
     @Test("150 kill -9 during writes leave a valid store holding every acknowledged write")
-    func killDuringWrites() throws {
+    func killDuringWrites() async throws {
         let root = try TemporaryRoot()
         var generator = SystemRandomNumberGenerator()
         var trials = 0
         for trial in 0..<150 {
-            let child = try Child(["acked-writes", "test", "n"], root: root)
+            let child = try await stressTool(["acked-writes", "test", "n"], root: root)
             // Let it acknowledge a few writes, then kill it somewhere inside the next ones.
             var lastAcked = 0
             let wanted = Int.random(in: 1...4, using: &generator)
             for _ in 0..<wanted {
-                guard let line = child.nextLine(), let value = Int(line) else { break }
+                guard let line = await child.nextLine(timeout: 10), let value = Int(line) else {
+                    break
+                }
                 lastAcked = value
             }
-            usleep(UInt32.random(in: 0...3000, using: &generator))
-            kill(child.process.processIdentifier, SIGKILL)
-            _ = child.waitForExit()
-            for line in child.remainingLines() {
+            try await Task.sleep(for: .microseconds(Int.random(in: 0...3000, using: &generator)))
+            // The lines it wrote before it died, which no nextLine took.
+            let rest = await child.stop(with: SIGKILL).outcome.stdout
+            for line in rest.split(separator: "\n") {
                 if let value = Int(line) { lastAcked = max(lastAcked, value) }
             }
 
@@ -96,18 +108,20 @@ struct ProcessTests {
     }
 
     @Test("a watching process sees this process's write")
-    func otherProcessSeesWrite() throws {
+    func otherProcessSeesWrite() async throws {
         let root = try TemporaryRoot()
         let store = try root.store()
-        let watcher = try Child(["watch", "test", "k"], root: root)
-        #expect(watcher.nextLine() == "ready")
+        let watcher = try await stressTool(["watch", "test", "k"], root: root)
+        #expect(await watcher.nextLine(timeout: 10) == "ready")
         try store.set(41, forKey: "k")
         try store.set(42, forKey: "other")
         try store.set(43, forKey: "k")
-        let first = try #require(watcher.nextLine())
+        let first = try #require(await watcher.nextLine(timeout: 10))
         #expect(first.hasPrefix("41 ") || first.hasPrefix("43 "))
-        if first.hasPrefix("41 ") { #expect(watcher.nextLine()?.hasPrefix("43 ") == true) }
-        kill(watcher.process.processIdentifier, SIGKILL)
+        if first.hasPrefix("41 ") {
+            #expect(await watcher.nextLine(timeout: 10)?.hasPrefix("43 ") == true)
+        }
+        _ = await watcher.stop(with: SIGKILL)
     }
 
     @Test("this process observes another process's write with old and new values")
@@ -116,8 +130,8 @@ struct ProcessTests {
         let store = try root.store()
         try store.set(1, forKey: "k")
         let changes = store.changes(forKey: "k")
-        let writer = try Child(["set", "test", "k", "7"], root: root)
-        #expect(writer.waitForExit() == 0)
+        let writer = try await stressTool(["set", "test", "k", "7"], root: root)
+        #expect(await writer.wait().status == 0)
         let change = try #require(await first(of: changes))
         #expect(change.oldValue == 1)
         #expect(change.newValue == 7)
@@ -131,10 +145,9 @@ struct ProcessTests {
         try store.set(0, forKey: "n")
         // A process killed at any moment, even holding the lock, releases it with its death:
         // killed once it is committing (its first increment is stored), not before it starts.
-        let child = try Child(["increment", "test", "n", "1000000"], root: root)
+        let child = try await stressTool(["increment", "test", "n", "1000000"], root: root)
         #expect(await eventually { (store.int(forKey: "n") ?? 0) > 0 })
-        kill(child.process.processIdentifier, SIGKILL)
-        _ = child.waitForExit()
+        _ = await child.stop(with: SIGKILL)
         let before = store.int(forKey: "n") ?? 0
         #expect(try store.increment("n") > before)
     }
@@ -142,30 +155,31 @@ struct ProcessTests {
     @Test(
         "a process stopped (SIGTSTP) inside a commit stops only once it has released the suite's lock: another process writes meanwhile"
     )
-    func stopDeferredPastTheLock() throws {
+    func stopDeferredPastTheLock() async throws {
         let root = try TemporaryRoot()
         let store = try root.store(refresh: .statEveryRead)
-        let holder = try Child(["hold", "test", "held"], root: root, input: true)
-        let pid = holder.process.processIdentifier
+        let holder = try await stressTool(["hold", "test", "held"], root: root, input: true)
+        let pid = holder.processIdentifier
         defer {
-            kill(pid, SIGCONT)
-            holder.input?.fileHandleForWriting.closeFile()
+            holder.signal(SIGCONT)
+            holder.finishInput()
         }
-        try #require(holder.nextLine() == "locked")
+        try #require(await holder.nextLine(timeout: 10) == "locked")
         #expect(!(try fileLocks(of: pid)).isEmpty, "the holder has the suite's lock")
         // Ctrl-Z in the middle of the commit: deferred until the lock is released.
-        kill(pid, SIGTSTP)
-        holder.send("go\n")
-        try #require(holder.waitUntilStopped(), "the holder exited instead of stopping")
+        holder.signal(SIGTSTP)
+        holder.write(Data("go\n".utf8))
+        try #require(await holder.waitUntilStopped(), "the holder exited instead of stopping")
         #expect(try fileLocks(of: pid).isEmpty, "stopped holding a lock")
         // While it is stopped, another process takes the lock and commits.
-        let writer = try Child(["set", "test", "other", "5"], root: root)
-        #expect(writer.waitForExit(timeout: 20) == 0, "the writer waited for the stopped one")
+        let writer = try await stressTool(["set", "test", "other", "5"], root: root)
+        let written = await writer.wait(timeout: 20)
+        #expect(!written.timedOut && written.status == 0, "the writer waited for the stopped one")
         #expect(store.int(forKey: "other") == 5)
         #expect(store.int(forKey: "held") == 1, "the stopped process's commit is complete")
         // Continued, it carries on where it stopped.
-        kill(pid, SIGCONT)
-        #expect(holder.nextLine() == "released")
-        #expect(holder.waitForExit() == 0)
+        holder.signal(SIGCONT)
+        #expect(await holder.nextLine(timeout: 10) == "released")
+        #expect(await holder.wait().status == 0)
     }
 }

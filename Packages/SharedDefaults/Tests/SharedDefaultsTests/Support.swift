@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Logging
 import SharedDefaults
@@ -77,111 +78,20 @@ let stressToolURL: URL = {
     return executable.deletingLastPathComponent().appendingPathComponent("SharedDefaultsStressTool")
 }()
 
-/// A child process running the stress tool, with its stdout read line by line.
-final class Child {
-    let process = Process()
-    private let output = Pipe()
-    private var buffer: [UInt8] = []
-    private var eof = false
-
-    /// The child's stdin, when it was started with `input: true`.
-    let input: Pipe?
-
-    init(_ arguments: [String], root: TemporaryRoot, input: Bool = false) throws {
-        process.executableURL = stressToolURL
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["SHOPFLOOR_HOME"] = root.path
-        process.environment = environment
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        self.input = input ? Pipe() : nil
-        if let pipe = self.input { process.standardInput = pipe }
-        // A child inherits the signal mask of the thread that spawns it, and the test
-        // runner's threads block most signals: spawned with none blocked, as from a shell,
-        // so that signals sent to it (SIGTSTP) act as they would for a user.
-        var none = sigset_t()
-        var saved = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, &saved)
-        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
-        try process.run()
-    }
-
-    /// Writes `text` to the child's stdin.
-    func send(_ text: String) {
-        input?.fileHandleForWriting.write(Data(text.utf8))
-    }
-
-    /// Waits until the child is stopped (by a signal), without reaping it: true when it is,
-    /// false when it exited instead.
-    func waitUntilStopped() -> Bool {
-        var info = siginfo_t()
-        while waitid(P_PID, id_t(process.processIdentifier), &info, WSTOPPED | WEXITED | WNOWAIT)
-            != 0
-        {
-            if errno != EINTR { return false }
-        }
-        return info.si_code == CLD_STOPPED
-    }
-
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
-
-    /// The next line, or nil at end of output or after `timeout` seconds.
-    func nextLine(timeout: Double = 10) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffer[..<newline], as: UTF8.self)
-                buffer.removeSubrange(...newline)
-                return line
-            }
-            if eof { return nil }
-            let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0 else { return nil }
-            var descriptor = pollfd(
-                fd: output.fileHandleForReading.fileDescriptor,
-                events: Int16(POLLIN),
-                revents: 0
-            )
-            let ready = poll(&descriptor, 1, Int32(remaining * 1000) + 1)
-            if ready <= 0 { continue }
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let count = read(descriptor.fd, &chunk, chunk.count)
-            if count <= 0 { eof = true } else { buffer.append(contentsOf: chunk[..<count]) }
-        }
-    }
-
-    /// Every remaining line until end of output.
-    func remainingLines() -> [String] {
-        var lines: [String] = []
-        while let line = nextLine(timeout: 30) { lines.append(line) }
-        return lines
-    }
-
-    func waitForExit() -> Int32 {
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    /// The exit status, or nil (and the child killed) when it has not exited after
-    /// `timeout` seconds.
-    func waitForExit(timeout: Double) -> Int32? {
-        let exited = DispatchSemaphore(value: 0)
-        let process = process
-        Thread {
-            process.waitUntilExit()
-            exited.signal()
-        }.start()
-        guard exited.wait(timeout: .now() + timeout) == .success else {
-            kill(process.processIdentifier, SIGKILL)
-            exited.wait()
-            return nil
-        }
-        return process.terminationStatus
-    }
+/// Starts the stress tool with `arguments` on the suite containers under `root` (its stderr
+/// is the test's); with `input`, its stdin is a pipe the test writes.
+func stressTool(_ arguments: [String], root: TemporaryRoot, input: Bool = false) async throws
+    -> ChildProcess
+{
+    var environment = ProcessInfo.processInfo.environment
+    environment["SHOPFLOOR_HOME"] = root.path
+    return try await ChildProcess.start(
+        stressToolURL,
+        arguments,
+        environment: environment,
+        stdin: input ? .writer : .none,
+        stderr: .inherited
+    )
 }
 
 /// The kernel's file locks held by `pid` (lines of /proc/locks naming it as holder).

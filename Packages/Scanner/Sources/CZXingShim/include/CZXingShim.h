@@ -27,6 +27,7 @@ enum {
     SFZ_CODABAR = 1 << 12,
     SFZ_AZTEC = 1 << 13,
     SFZ_DATABAR = 1 << 14,
+    SFZ_MAXICODE = 1 << 15,
 };
 
 /// Binarizers ZXing can use.
