@@ -128,7 +128,10 @@ struct List: AsyncParsableCommand {
 
     @OptionGroup var filters: ListFilters
 
-    @Flag(name: .long, help: "Every store you may see, not only your home store.")
+    @Flag(
+        name: .long,
+        help: "Every store of the server, not only your home store (administrators; others exit 13)."
+    )
     var allStores = false
 
     @OptionGroup var options: ClientOptions
@@ -143,9 +146,9 @@ struct List: AsyncParsableCommand {
     func run() async throws {
         let statuses = try filters.statuses()
         try await withClient(options) { client, output in
-            // Your home store (the server's answer at sign-in) unless told otherwise.
+            // Your home store (the server's answer now, not a kept guess) unless told otherwise.
             var store = try await filters.resolvedStore(client)
-            if store == nil, !allStores { store = client.homeStoreID }
+            if store == nil, !allStores { store = try await client.currentHomeStoreID() }
             var zone = TimeZone.current
             var config: ClientConfigurationResponse?
             if let store {
@@ -163,6 +166,7 @@ struct List: AsyncParsableCommand {
                 date: day,
                 statuses: statuses,
                 store: store,
+                allStores: allStores,
                 limit: filters.limit,
                 cursor: filters.cursor
             )

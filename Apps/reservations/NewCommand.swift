@@ -31,7 +31,10 @@ struct New: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("The store (default: your home store).", valueName: "id")
+        help: ArgumentHelp(
+            "The store: its id or short name (default: your home store).",
+            valueName: "store"
+        )
     )
     var store: String?
 
@@ -77,8 +80,8 @@ struct New: AsyncParsableCommand {
         for field in fields where !field.contains("=") {
             throw ValidationError("--field '\(field)' is not NAME=VALUE")
         }
-        if let store, UUID(uuidString: store) == nil {
-            throw ValidationError("--store '\(store)' is not a store id (a UUID)")
+        if let store, store.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("--store needs a store id or short name")
         }
         if let customer, UUID(uuidString: customer) == nil {
             throw ValidationError("--customer '\(customer)' is not a customer id (a UUID)")
@@ -95,10 +98,15 @@ struct New: AsyncParsableCommand {
             given[String(parts[0])] = String(parts[1])
         }
         try await withClient(options) { client, output in
-            guard let storeID = store.flatMap(UUID.init(uuidString:)) ?? client.homeStoreID else {
+            var named: UUID?
+            if let store {
+                named = try await client.resolveStore(store.trimmingCharacters(in: .whitespaces))
+            }
+            if named == nil { named = try await client.currentHomeStoreID() }
+            guard let storeID = named else {
                 throw SuiteClientError(
                     .invalidInput,
-                    "give the store with --store ID (your account has no home store)"
+                    "give the store with --store ID or short name (your account has no home store; `reservations stores` lists yours)"
                 )
             }
             let fetched = try await client.clientConfiguration(store: storeID)

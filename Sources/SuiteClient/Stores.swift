@@ -1,36 +1,11 @@
 public import Foundation
 public import Models
 
-/// A store as `GET /v1/stores` lists it: the store, and its short name when the server gives
-/// one (`berlin-kurfuerstendamm`, typed instead of the id).
-public struct StoreListing: Sendable, Hashable, Codable {
-    /// The store.
-    public var store: Store
-    /// Its short name, when the server has them.
-    public var shortName: String?
-
-    private enum CodingKeys: String, CodingKey { case shortName }
-
-    /// Decodes a store and its optional short name from one object.
-    public init(from decoder: any Decoder) throws {
-        store = try Store(from: decoder)
-        shortName = try decoder.container(keyedBy: CodingKeys.self)
-            .decodeIfPresent(String.self, forKey: .shortName)
-    }
-
-    /// Encodes the store and its short name as one object (the form it is kept in).
-    public func encode(to encoder: any Encoder) throws {
-        try store.encode(to: encoder)
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encodeIfPresent(shortName, forKey: .shortName)
-    }
-}
-
 extension SuiteClient {
-    /// The signed-in associate's stores (`GET /v1/stores`, an administrator's: every store),
-    /// every page; kept for offline use.
-    public func stores() async throws(SuiteClientError) -> Fetched<[StoreListing]> {
-        var all: [StoreListing] = []
+    /// The signed-in associate's stores (`GET /v1/stores`; an administrator's: every store),
+    /// every page, each with its short name when the server has them; kept for offline use.
+    public func stores() async throws(SuiteClientError) -> Fetched<[Store]> {
+        var all: [Store] = []
         var cursor: String?
         var origin = FetchOrigin.server
         repeat {
@@ -39,7 +14,7 @@ extension SuiteClient {
             let page = try await get(
                 "/v1/stores",
                 query: query,
-                as: Page<StoreListing>.self,
+                as: Page<Store>.self,
                 cacheNamespace: "stores",
                 what: "your stores"
             )
@@ -57,14 +32,37 @@ extension SuiteClient {
         let listed = try await stores().value
         let lower = text.lowercased()
         if let match = listed.first(where: {
-            $0.shortName == lower || $0.store.name.lowercased() == lower
+            $0.shortName == lower || $0.name.lowercased() == lower
         }) {
-            return match.store.id
+            return match.id
         }
-        let known = listed.map { $0.shortName ?? $0.store.name }.sorted()
+        let known = listed.map { $0.shortName ?? $0.name }.sorted()
         throw SuiteClientError(
             .notFound,
             "no store '\(TextSafety.terminal(text))' among yours (\(known.joined(separator: ", ")))"
         )
+    }
+
+    /// The associate's home store as the server says now (`GET /v1/me`), kept in the shared
+    /// settings for the next time; offline, the one kept at the last answer (or sign-in).
+    /// - Throws: ``SuiteClientError`` other than `offline` (a refused session, say).
+    public func currentHomeStoreID() async throws(SuiteClientError) -> UUID? {
+        let associate: Associate
+        do {
+            associate = try await me()
+        } catch where error.code == .offline {
+            return homeStoreID
+        }
+        if associate.homeStoreID != homeStoreID {
+            do {
+                try settings.set(
+                    associate.homeStoreID.map { .string($0.uuidString) },
+                    forKey: Self.homeStoreKey
+                )
+            } catch {
+                logger.warning("could not keep the home store", metadata: ["error": "\(error)"])
+            }
+        }
+        return associate.homeStoreID
     }
 }

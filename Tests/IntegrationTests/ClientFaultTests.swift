@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Models
 import Testing
@@ -81,7 +82,7 @@ final class HostileServer: @unchecked Sendable {
 
 /// The client apps as real processes against hostile peers, blocked output, a full disk and
 /// damaged files (issue 30's client points).
-@Suite("Client apps under faults", .serialized, .ownThreads)
+@Suite("Client apps under faults", .serialized)
 struct ClientFaultTests {
     /// Whether one of the process's threads sleeps in `pipe_write` (blocked on a full pipe).
     static func blockedInWrite(_ pid: pid_t) -> Bool {
@@ -98,21 +99,26 @@ struct ClientFaultTests {
         "A stop signal ends a command within a second while its stdout is blocked on a full pipe",
         arguments: [SIGTERM, SIGINT]
     )
-    func stopWhileOutputBlocked(signal: Int32) throws {
+    func stopWhileOutputBlocked(signal: Int32) async throws {
         let tool = try SuiteDefaultsTool()
         let big = String(repeating: "x", count: 1 << 20)
-        #expect(try tool.run("import", "-", stdin: "{\"big\": \"\(big)\"}").status == 0)
+        #expect(try await tool.run("import", "-", stdin: "{\"big\": \"\(big)\"}").status == 0)
         // The reader never reads: the 1 MiB value fills the 64 KiB pipe and the write blocks.
-        let reader = try LiveProcess(
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        let reader = try await ChildProcess.start(
             SuiteDefaultsTool.binary,
             ["read", "big"],
-            environment: tool.environment
+            environment: tool.environment,
+            stdout: .descriptor(ends[1])
         )
-        let pid = reader.process.processIdentifier
+        close(ends[1])
+        let pid = reader.processIdentifier
         let end = Date(timeIntervalSinceNow: 20)
-        while !Self.blockedInWrite(pid), Date() < end { usleep(10_000) }
+        while !Self.blockedInWrite(pid), Date() < end { try await Task.sleep(for: .milliseconds(10)) }
         try #require(Self.blockedInWrite(pid), "the write never blocked")
-        let (seconds, outcome) = reader.stop(with: signal, timeout: 10)
+        let (seconds, outcome) = await reader.stop(with: signal, timeout: 10)
         #expect(!outcome.signalled, "\(outcome)")
         #expect(outcome.status == (signal == SIGTERM ? 143 : 130))
         #expect(seconds < 1, "took \(seconds) s")
@@ -121,7 +127,7 @@ struct ClientFaultTests {
     @Test(
         "A hostile peer (endless 100 Continue, endless trailers, trickled headers) never outlasts --deadline"
     )
-    func hostilePeers() throws {
+    func hostilePeers() async throws {
         let station = try Workstation()
         defer { station.remove() }
         let peers = [
@@ -137,7 +143,7 @@ struct ClientFaultTests {
         for (peer, status) in peers {
             // Sign-in asks for the client configuration first: the peer answers that.
             let started = Date()
-            let run = try station.run(
+            let run = try await station.run(
                 [
                     "login", "--server", peer.url, "--user", "demo", "--password-stdin",
                     "--deadline", "2", "--connect-timeout", "1",
@@ -152,41 +158,41 @@ struct ClientFaultTests {
     }
 
     @Test("A damaged token file exits 77 (sign in again), not 1")
-    func damagedTokenFile() throws {
+    func damagedTokenFile() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-token")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
+        try await station.login(server)
         let token = station.home.appendingPathComponent("shopfloor/auth-token.json")
         try Data("{\"accessToken\": tru".utf8).write(to: token)
-        let run = try station.run(["list", "--server", server.url])
+        let run = try await station.run(["list", "--server", server.url])
         #expect(run.status == 77, "\(run.stderr)")
         #expect(run.stderr.contains("damaged"))
         #expect(run.stderr.contains("reservations login"))
     }
 
     @Test("A 404 page from a broken proxy in the server's place keeps the kept product")
-    func proxyPageKeepsProduct() throws {
+    func proxyPageKeepsProduct() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "proxy-404")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let product = try #require(try demoProducts(station, query: "e", limit: 5).first)
+        try await station.login(server)
+        let product = try #require(try await demoProducts(station, query: "e", limit: 5).first)
         let gtin = product.gtin.gtin14
-        #expect(try station.catalog(["show", gtin, "--json"]).status == 0)
+        #expect(try await station.catalog(["show", gtin, "--json"]).status == 0)
         let port = server.port
-        server.stop()
+        await server.stop()
         let proxy = try HostileServer(
             port: port,
             reply:
                 "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 22\r\nConnection: close\r\n\r\n<html>Not Found</html>"
         )
         for _ in 0..<2 {
-            let run = try station.catalog(["show", gtin, "--json", "--server", proxy.url])
+            let run = try await station.catalog(["show", gtin, "--json", "--server", proxy.url])
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stderr.contains("not a store-server answer"), "\(run.stderr)")
             #expect(try decode(Product.self, run).gtin == product.gtin)
@@ -197,24 +203,30 @@ struct ClientFaultTests {
         "prefetch on a full disk counts images not stored as failed and exits 1 naming the reason",
         .enabled(if: geteuid() == 0, "mounting a small tmpfs needs root")
     )
-    func prefetchFullDisk() throws {
+    func prefetchFullDisk() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "full-disk")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
+        try await station.login(server)
         let images = station.home.appendingPathComponent("shopfloor/images")
         try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
-        let mount = try CommandRunner.run(
+        let mount = try await CommandRunner.run(
             URL(fileURLWithPath: "/bin/mount"),
             ["-t", "tmpfs", "-o", "size=96k,mode=0700", "tmpfs", images.path]
         )
         try #require(mount.status == 0, "mount: \(mount.stderr)")
-        defer {
-            _ = try? CommandRunner.run(URL(fileURLWithPath: "/bin/umount"), ["-l", images.path])
+        let run: ProcessOutcome
+        let again: ProcessOutcome
+        do {
+            run = try await station.catalog(["prefetch", "--query", "a", "--json"])
+            again = try await station.catalog(["prefetch", "--query", "a", "--json"])
+        } catch {
+            _ = try? await CommandRunner.run(URL(fileURLWithPath: "/bin/umount"), ["-l", images.path])
+            throw error
         }
-        let run = try station.catalog(["prefetch", "--query", "a", "--json"])
+        _ = try? await CommandRunner.run(URL(fileURLWithPath: "/bin/umount"), ["-l", images.path])
         #expect(run.status == 1, "\(run.stderr)")
         #expect(run.stderr.contains("No space left on device"), "\(run.stderr)")
         #expect(run.stderr.contains("could not be stored"), "\(run.stderr)")
@@ -228,7 +240,6 @@ struct ClientFaultTests {
         #expect(summary.failed > 0)
         #expect(summary.loaded + summary.alreadyCached + summary.failed == summary.total)
         // What is reported loaded is there: a second run finds those already cached.
-        let again = try station.catalog(["prefetch", "--query", "a", "--json"])
         let second = try JSONDecoder().decode(Summary.self, from: Data(again.stdout.utf8))
         #expect(second.alreadyCached >= summary.loaded)
     }
@@ -236,14 +247,14 @@ struct ClientFaultTests {
     @Test(
         "Damaged image-index slots are repaired, not a crash; FIFOs in entries' places are misses"
     )
-    func damagedImageCache() throws {
+    func damagedImageCache() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-index")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let first = try station.catalog(["prefetch", "--query", "e", "--json"])
+        try await station.login(server)
+        let first = try await station.catalog(["prefetch", "--query", "e", "--json"])
         try #require(first.status == 0, "\(first.stderr)")
         let images = station.home.appendingPathComponent("shopfloor/images")
         // Garbage over every slot (the header, which has a checksum, stays whole).
@@ -256,7 +267,7 @@ struct ClientFaultTests {
         }
         try index.write(contentsOf: Data(garbage))
         try index.close()
-        let repaired = try station.catalog(["prefetch", "--query", "a", "--json"])
+        let repaired = try await station.catalog(["prefetch", "--query", "a", "--json"])
         #expect(repaired.status == 0, "\(repaired.stderr)")
         #expect(![132, 133, 134, 139].contains(repaired.status))
 
@@ -273,9 +284,9 @@ struct ClientFaultTests {
             }
         }
         try #require(replaced > 0)
-        let product = try #require(try demoProducts(station, query: "e", limit: 3).first)
+        let product = try #require(try await demoProducts(station, query: "e", limit: 3).first)
         let saved = directory.appendingPathComponent("saved.png").path
-        let (show, seconds) = try station.timedCatalog([
+        let (show, seconds) = try await station.timedCatalog([
             "show", product.gtin.gtin14, "--image-save", saved, "--deadline", "10",
         ])
         #expect(show.status == 0, "\(show.stderr)")

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Models
 import Testing
@@ -67,13 +68,13 @@ final class RecordingListener: @unchecked Sendable {
 
 /// Issue 26's attacks on the client as real processes: a proxy, a port squatter run as
 /// another user, planted links, terminal injection from server data, data left at sign-out.
-@Suite("Client trust", .serialized, .ownThreads)
+@Suite("Client trust", .serialized)
 struct ClientTrustTests {
     @Test("A loopback server is never reached through a proxy, whatever the proxy variables say")
-    func proxyNeverUsedForLoopback() throws {
+    func proxyNeverUsedForLoopback() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-proxy")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
         let proxy = try RecordingListener()
         let station = try Workstation()
         defer { station.remove() }
@@ -83,38 +84,80 @@ struct ClientTrustTests {
         }
         environment["no_proxy"] = nil
         environment["NO_PROXY"] = nil
-        func run(_ arguments: [String], stdin: Data? = nil) throws -> CommandRun {
-            try CommandRunner.run(
+        func run(_ arguments: [String], stdin: Data? = nil) async throws -> ProcessOutcome {
+            try await CommandRunner.run(
                 CommandRunner.builtBinary("reservations"),
                 arguments,
                 environment: environment,
                 stdin: stdin
             )
         }
-        let login = try run(
+        let login = try await run(
             ["login", "--server", server.url, "--user", "demo", "--password-stdin"],
             stdin: Data("shopfloor-demo\n".utf8)
         )
         #expect(login.status == 0, "\(login.stderr)")
-        #expect(try run(["list", "--json"]).status == 0)
-        #expect(try run(["logout"]).status == 0)
+        #expect(try await run(["list", "--json"]).status == 0)
+        #expect(try await run(["logout"]).status == 0)
         #expect(proxy.seen.connections == 0)
         #expect(proxy.seen.bytes == 0)
+    }
+
+    @Test("An https server with an untrusted certificate is refused with exit 1, not offline")
+    func untrustedCertificate() async throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "trust-tls")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("key.pem").path
+        let certificate = directory.appendingPathComponent("cert.pem").path
+        try await Processes.tool(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out",
+                certificate, "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1",
+            ]
+        )
+        // A self-signed TLS listener that answers any request (openssl's -www status page).
+        let port = 20_000 + Int(getpid() % 20_000)
+        let server = try await ChildProcess.start(
+            URL(fileURLWithPath: "/usr/bin/openssl"),
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key,
+                "-www",
+            ],
+            stdin: .writer,
+            stderr: .discarded
+        )
+        defer { server.signal(SIGKILL) }
+        try #require(await server.nextLine(timeout: 30) == "ACCEPT", "openssl s_server did not start")
+        let url = "https://127.0.0.1:\(port)"
+        let station = try Workstation()
+        defer { station.remove() }
+        let run = try await station.run(
+            ["login", "--server", url, "--user", "demo", "--password-stdin"],
+            stdin: Data("shopfloor-demo\n".utf8)
+        )
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.contains("did not prove itself"), "\(run.stderr)")
+        #expect(run.stderr.contains("certificate"), "\(run.stderr)")
+        // Nothing kept to answer with either way: still 1 (untrusted), never 6 (offline).
+        let config = try await station.run(["config", "--server", url])
+        #expect(config.status == 1, "\(config.stderr)")
     }
 
     @Test(
         "A port squatter run by another user gets no token: refused before anything is sent",
         .enabled(if: geteuid() == 0, "running the squatter as nobody needs root")
     )
-    func squatterGetsNothing() throws {
+    func squatterGetsNothing() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-squat")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
+        try await station.login(server)
         let port = server.port
-        server.stop()
+        await server.stop()
         // The squatter: an unprivileged user binds the stopped server's port and reports
         // each connection's byte count on stdout.
         let script = """
@@ -131,19 +174,19 @@ struct ClientTrustTests {
                 except Exception: pass
                 print("bytes", n, flush=True); c.close()
             """
-        let squatter = try LiveProcess(
+        let squatter = try await ChildProcess.start(
             URL(fileURLWithPath: "/usr/bin/setpriv"),
             [
                 "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
                 script,
             ]
         )
-        try #require(squatter.nextLine(timeout: 20) == "ready")
+        try #require(await squatter.nextLine(timeout: 20) == "ready")
         for arguments in [["list"], ["whoami"], ["logout", "--keep-cache"]] {
-            let run = try station.run(arguments)
+            let run = try await station.run(arguments)
             #expect(run.stderr.contains("nobody"), "\(arguments): \(run.stderr)")
         }
-        let outcome = squatter.stop(with: SIGKILL)
+        let outcome = await squatter.stop(with: SIGKILL)
         let counts = outcome.outcome.stdout.split(separator: "\n").filter { $0.hasPrefix("bytes") }
         #expect(counts.allSatisfy { $0 == "bytes 0" }, "the squatter read: \(counts)")
     }
@@ -152,7 +195,7 @@ struct ClientTrustTests {
         "Export and --image-save never write through a link another user planted in /tmp",
         .enabled(if: geteuid() == 0, "planting another user's link needs root")
     )
-    func plantedLinks() throws {
+    func plantedLinks() async throws {
         let sticky = try CommandRunner.temporaryDirectory(prefix: "trust-sticky")
         defer { try? FileManager.default.removeItem(at: sticky) }
         chmod(sticky.path, 0o1777)
@@ -162,8 +205,8 @@ struct ClientTrustTests {
         #expect(symlink(victim.path, link.path) == 0)
         #expect(lchown(link.path, 65534, 65534) == 0)
         let tool = try SuiteDefaultsTool()
-        try tool.run("write", "k", "v")
-        let export = try tool.run("export", link.path, "--json")
+        try await tool.run("write", "k", "v")
+        let export = try await tool.run("export", link.path, "--json")
         #expect(export.status == 1, "\(export.stderr)")
         #expect(export.stderr.contains("refusing to write"), "\(export.stderr)")
         #expect(export.stderr.contains(link.path))
@@ -172,20 +215,20 @@ struct ClientTrustTests {
         let own = sticky.appendingPathComponent("own.json")
         let target = sticky.appendingPathComponent("target.json")
         #expect(symlink(target.path, own.path) == 0)
-        #expect(try tool.run("export", own.path, "--json").status == 0)
+        #expect(try await tool.run("export", own.path, "--json").status == 0)
         #expect(FileManager.default.fileExists(atPath: target.path))
     }
 
     @Test("Control, bidi and escape sequences in server data never reach the terminal raw")
-    func terminalInjection() throws {
+    func terminalInjection() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-tty")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("s.sqlite")
-        let server = try StoreServerProcess(database: database)
+        let server = try await StoreServerProcess(database: database)
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let listed = try station.run(["list", "--date", "today", "--json"])
+        try await station.login(server)
+        let listed = try await station.run(["list", "--date", "today", "--json"])
         try #require(listed.status == 0, "\(listed.stderr)")
         let code = try #require(
             try ModelsJSON.makeDecoder().decode(
@@ -201,7 +244,7 @@ struct ClientTrustTests {
               topic = 'Repair' || char(155) || '2J' || char(8238) || 'evil'
             WHERE code = '\(code)';
             """
-        let update = try CommandRunner.run(
+        let update = try await CommandRunner.run(
             URL(fileURLWithPath: "/usr/bin/sqlite3"),
             [database.path, sql]
         )
@@ -211,7 +254,7 @@ struct ClientTrustTests {
             let command =
                 ([CommandRunner.builtBinary("reservations").path] + arguments)
                 .map { "'\($0)'" }.joined(separator: " ")
-            let run = try CommandRunner.run(
+            let run = try await CommandRunner.run(
                 URL(fileURLWithPath: "/usr/bin/script"),
                 ["-q", "-e", "-c", command, "/dev/null"],
                 environment: station.environment
@@ -228,7 +271,7 @@ struct ClientTrustTests {
             }
         }
         // JSON stays data, but C1 and bidi characters are \u escapes.
-        let json = try station.run(["show", code, "--json"])
+        let json = try await station.run(["show", code, "--json"])
         #expect(json.status == 0)
         #expect(json.stdout.contains("\\u009B") && json.stdout.contains("\\u202E"))
         #expect(!json.stdout.unicodeScalars.contains { $0.value == 0x9B || $0.value == 0x202E })
@@ -237,10 +280,10 @@ struct ClientTrustTests {
     @Test(
         "Sign-out removes every suite app's kept server data and says what; --keep-cache keeps it"
     )
-    func signOutRemovesKeptData() throws {
+    func signOutRemovesKeptData() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-logout")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
         let station = try Workstation()
         defer { station.remove() }
         let container = station.home.appendingPathComponent("shopfloor")
@@ -254,15 +297,15 @@ struct ClientTrustTests {
             return found
         }
         for keep in [true, false] {
-            try station.login(server)
-            #expect(try station.run(["list", "--date", "today", "--json"]).status == 0)
-            #expect(try station.run(["search", "a", "--json"]).status == 0)
-            #expect(try station.catalog(["prefetch", "--query", "kettle", "--json"]).status == 0)
+            try await station.login(server)
+            #expect(try await station.run(["list", "--date", "today", "--json"]).status == 0)
+            #expect(try await station.run(["search", "a", "--json"]).status == 0)
+            #expect(try await station.catalog(["prefetch", "--query", "kettle", "--json"]).status == 0)
             let before = keptFiles()
             #expect(before.contains { $0.hasPrefix("cache/reservations/") })
             #expect(before.contains { $0.hasPrefix("cache/catalog/") })
             #expect(before.contains { $0.hasPrefix("images/") })
-            let logout = try station.catalog(["logout"] + (keep ? ["--keep-cache"] : []))
+            let logout = try await station.catalog(["logout"] + (keep ? ["--keep-cache"] : []))
             #expect(logout.status == 0, "\(logout.stderr)")
             if keep {
                 #expect(logout.stderr.contains("kept the data kept for offline use"))

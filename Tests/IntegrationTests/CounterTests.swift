@@ -16,7 +16,7 @@ func runInTerminal(
     environment: [String: String],
     answers: [(String, [String])],
     columns: Int = 100
-) throws -> (status: Int32, screen: String) {
+) async throws -> (status: Int32, screen: String) {
     let script = """
         import json, os, pty, select, struct, fcntl, termios, sys, time
         command = json.loads(sys.argv[1]); rules = json.loads(sys.argv[2])
@@ -51,7 +51,7 @@ func runInTerminal(
         decoding: try JSONEncoder().encode(answers.map { [$0.0] + $0.1 }),
         as: UTF8.self
     )
-    let run = try CommandRunner.run(
+    let run = try await CommandRunner.run(
         URL(fileURLWithPath: "/usr/bin/python3"),
         ["-c", script, encodedCommand, encodedRules],
         environment: environment
@@ -62,7 +62,7 @@ func runInTerminal(
 /// Issue 28's client points at the counter and at a terminal, as real processes: the
 /// booking form, relative times, every problem at once, fitted tables, the next page as a
 /// command, "did you mean", a subcommand's own usage, national phone forms.
-@Suite("A store's day at the counter", .serialized, .ownThreads)
+@Suite("A store's day at the counter", .serialized)
 struct CounterTests {
     /// Berlin's time zone, the demo associate's home store.
     static let berlin = TimeZone(identifier: "Europe/Berlin")!
@@ -77,13 +77,13 @@ struct CounterTests {
     }
 
     @Test("A mistyped command gets a suggestion; a subcommand's error shows its own usage")
-    func didYouMean() throws {
+    func didYouMean() async throws {
         let station = try Workstation()
         defer { station.remove() }
-        let typo = try station.run(["lst"])
+        let typo = try await station.run(["lst"])
         #expect(typo.status == 64)
         #expect(typo.stderr.contains("did you mean 'list'?"), "\(typo.stderr)")
-        let nothingClose = try station.run(["zzzzzz"])
+        let nothingClose = try await station.run(["zzzzzz"])
         #expect(nothingClose.status == 64)
         #expect(nothingClose.stderr.contains("is not a reservations command"))
         #expect(!nothingClose.stderr.contains("did you mean"))
@@ -92,13 +92,13 @@ struct CounterTests {
     @Test(
         "Booking takes relative times in the store's zone, lists every problem at once, refuses the past"
     )
-    func bookingRules() throws {
+    func bookingRules() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-book")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
+        try await station.login(server)
         let store = DemoStores.berlin.uuidString
         let customer = [
             "--field", "givenName=Ana", "--field", "familyName=Weber", "--field",
@@ -106,7 +106,7 @@ struct CounterTests {
         ]
 
         // Everything missing: every problem at once, exit 64.
-        let empty = try station.run(["new", "--store", store, "--no-input"])
+        let empty = try await station.run(["new", "--store", store, "--no-input"])
         #expect(empty.status == 64)
         for field in ["startsAt", "topic", "givenName", "familyName"] {
             #expect(empty.stderr.contains("\(field):"), "\(field) not listed: \(empty.stderr)")
@@ -119,7 +119,7 @@ struct CounterTests {
             ("tomorrow 10:00", Self.berlinTime(days: 1, hour: 10)),
             ("tomorrow 9:30", Self.berlinTime(days: 1, hour: 9, minute: 30)),
         ] {
-            let run = try station.run(
+            let run = try await station.run(
                 [
                     "new", "--store", store, "--start", text, "--topic", "Fitting",
                     "--party-size", "2", "--no-input", "--json",
@@ -135,7 +135,7 @@ struct CounterTests {
             }
         }
         #expect(Set(customers).count == 1)
-        let later = try station.run(
+        let later = try await station.run(
             [
                 "new", "--store", store, "--start", "+3h", "--topic", "Fitting", "--no-input",
                 "--json",
@@ -147,13 +147,13 @@ struct CounterTests {
         #expect(gap > 2.5 * 3_600 && gap < 3 * 3_600 + 60)
 
         // The past and an end before the start, said in the store's time.
-        let past = try station.run(
+        let past = try await station.run(
             ["new", "--store", store, "--start", "2020-01-06 10:00", "--topic", "x", "--no-input"]
                 + customer
         )
         #expect(past.status == 64)
         #expect(past.stderr.contains("2020-01-06 10:00 is in the past"), "\(past.stderr)")
-        let backwards = try station.run(
+        let backwards = try await station.run(
             [
                 "new", "--store", store, "--start", "tomorrow 10:00", "--end", "tomorrow 9:00",
                 "--topic", "x", "--no-input",
@@ -165,20 +165,20 @@ struct CounterTests {
 
         // A bad time in a subcommand: that subcommand's usage, not the top-level one.
         let code = try decode(ReservationDetail.self, later).reservation.confirmationCode
-        let badStart = try station.run(["reschedule", code.description, "--start", "soon-ish"])
+        let badStart = try await station.run(["reschedule", code.description, "--start", "soon-ish"])
         #expect(badStart.status == 64)
         #expect(badStart.stderr.contains("Usage: reservations reschedule"), "\(badStart.stderr)")
     }
 
     @Test("At a terminal the form asks every value, asks again with the rule, and confirms")
-    func interactiveBooking() throws {
+    func interactiveBooking() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-tty")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let (booked, shown) = try runInTerminal(
+        try await station.login(server)
+        let (booked, shown) = try await runInTerminal(
             [
                 CommandRunner.builtBinary("reservations").path, "new", "--store",
                 DemoStores.berlin.uuidString,
@@ -202,15 +202,15 @@ struct CounterTests {
     }
 
     @Test("Tables fit the terminal, omit what the query fixes; the next page is a ready command")
-    func reading() throws {
+    func reading() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-read")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
+        try await station.login(server)
         let store = DemoStores.berlin.uuidString
-        let (status, screen) = try runInTerminal(
+        let (status, screen) = try await runInTerminal(
             [
                 CommandRunner.builtBinary("reservations").path, "list", "--date", "today",
                 "--store", store, "--limit", "3",
@@ -230,7 +230,7 @@ struct CounterTests {
         // The printed command runs as it is (here with --json, which a shell would add).
         var words = next.dropFirst("next page: ".count).split(separator: " ").map(String.init)
         words.removeFirst()
-        let again = try station.run(
+        let again = try await station.run(
             words.map { $0.replacingOccurrences(of: "'", with: "") } + ["--json"]
         )
         #expect(again.status == 0, "\(again.stderr)")
@@ -238,14 +238,14 @@ struct CounterTests {
     }
 
     @Test("A phone typed in national form finds the customer stored in international form")
-    func nationalPhone() throws {
+    func nationalPhone() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-phone")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
         let station = try Workstation()
         defer { station.remove() }
-        try station.login(server)
-        let listed = try station.run([
+        try await station.login(server)
+        let listed = try await station.run([
             "search", "a", "--store", DemoStores.berlin.uuidString, "--limit", "200", "--json",
         ])
         let page = try decode(Page<ReservationDetail>.self, listed)
@@ -254,7 +254,7 @@ struct CounterTests {
         )
         let national = "0" + customer.phone!.e164.dropFirst(3)
         let spaced = national.prefix(3) + " " + national.dropFirst(3)
-        let found = try station.run(["search", String(spaced), "--json"])
+        let found = try await station.run(["search", String(spaced), "--json"])
         #expect(found.status == 0, "\(found.stderr)")
         #expect(
             try decode(Page<ReservationDetail>.self, found).items.contains {

@@ -190,13 +190,13 @@ struct FaultTests {
     }
 
     /// Takes a PostgreSQL database away from every client (and back).
-    static func setOutage(_ location: DatabaseLocation, _ down: Bool) throws {
+    static func setOutage(_ location: DatabaseLocation, _ down: Bool) async throws {
         guard case .postgres(let url) = location else { return }
         let name = String(url.split(separator: "/").last!.split(separator: "?").first!)
-        let cluster = try PostgresCluster.get()
-        try cluster.psql("ALTER DATABASE \(name) ALLOW_CONNECTIONS \(down ? "false" : "true")")
+        let cluster = try await PostgresCluster.get()
+        try await cluster.psql("ALTER DATABASE \(name) ALLOW_CONNECTIONS \(down ? "false" : "true")")
         if down {
-            try cluster.psql(
+            try await cluster.psql(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> pg_backend_pid()"
             )
         }
@@ -280,7 +280,7 @@ struct FaultTests {
             ]
             for (name, rule) in outages {
                 faults.fail(when: rule)
-                if name == "everything" { try Self.setOutage(server.location, true) }
+                if name == "everything" { try await Self.setOutage(server.location, true) }
                 for route in server.routes {
                     let reply = try await Self.send(route, server: server, client: client, id: id)
                     switch route.description {
@@ -304,14 +304,14 @@ struct FaultTests {
                         )
                     }
                 }
-                if name == "everything" { try Self.setOutage(server.location, false) }
+                if name == "everything" { try await Self.setOutage(server.location, false) }
                 faults.fail(when: nil)
             }
             // And back: the same client goes on.
             #expect(try await client.send("GET", "/v1/reservations/\(id.uuidString)").status == 200)
         } catch {
             faults.fail(when: nil)
-            try? Self.setOutage(server.location, false)
+            try? await Self.setOutage(server.location, false)
             await server.stop()
             throw error
         }

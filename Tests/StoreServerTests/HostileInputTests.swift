@@ -211,7 +211,7 @@ struct HostileInputTests {
     @Test("store-server exits 143 within its drain timeout while a client holds a half-sent body")
     func sigtermWithStalledClient() async throws {
         let location = try await TestDatabases.make(.sqlite)
-        let server = try ServerProcess(location: location, extra: ["--drain-timeout", "1"])
+        let server = try await ServerProcess(location: location, extra: ["--drain-timeout", "1"])
         let held = try RawSocket(port: server.url.port!)
         try held.send(
             "POST /v1/auth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 60\r\n\r\ngrant_type="
@@ -220,10 +220,10 @@ struct HostileInputTests {
             try await PlainHTTP.send("GET", server.url.appendingPathComponent("health")).status
                 == 200
         )
-        kill(server.process.processIdentifier, SIGTERM)
+        server.terminate()
         let closed = try held.readUntilClosed(within: 20)
         #expect(closed.closed)
-        #expect(server.stop() == 143)
+        #expect(await server.stop() == 143)
     }
 }
 
