@@ -19,7 +19,10 @@ struct Config: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Resolve flags for this store: its id or short name.", valueName: "store")
+        help: ArgumentHelp(
+            "Resolve flags for this store: its id or short name.",
+            valueName: "store"
+        )
     )
     var store: String?
 

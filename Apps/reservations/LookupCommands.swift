@@ -54,7 +54,10 @@ struct ListFilters: ParsableArguments {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Only this store: its id or short name (`reservations stores`).", valueName: "store")
+        help: ArgumentHelp(
+            "Only this store: its id or short name (`reservations stores`).",
+            valueName: "store"
+        )
     )
     var store: String?
 
@@ -130,7 +133,8 @@ struct List: AsyncParsableCommand {
 
     @Flag(
         name: .long,
-        help: "Every store of the server, not only your home store (administrators; others exit 13)."
+        help:
+            "Every store of the server, not only your home store (administrators; others exit 13)."
     )
     var allStores = false
 

@@ -25,7 +25,9 @@ struct Stores: AsyncParsableCommand {
             let fetched = try await client.stores()
             output.sayIfCached(fetched, what: "your stores")
             let stores = fetched.value.sorted {
-                ($0.shortName ?? $0.name, $0.id.uuidString) < ($1.shortName ?? $1.name, $1.id.uuidString)
+                ($0.shortName ?? $0.name, $0.id.uuidString) < (
+                    $1.shortName ?? $1.name, $1.id.uuidString
+                )
             }
             // The same shape online and offline: the stores as the server describes them.
             if output.json { return try output.printJSON(stores) }
@@ -41,7 +43,10 @@ struct Stores: AsyncParsableCommand {
                 ]
             }
             try output.writeOut(
-                output.table(header: ["", "SHORT NAME", "NAME", "TIME ZONE", "MARKET", "ID"], rows: rows)
+                output.table(
+                    header: ["", "SHORT NAME", "NAME", "TIME ZONE", "MARKET", "ID"],
+                    rows: rows
+                )
             )
             if stores.isEmpty { output.note("no stores: ask an administrator to add you to one") }
         }

@@ -50,7 +50,7 @@ extension SuiteClient {
         let associate: Associate
         do {
             associate = try await me()
-        } catch where error.code == .offline {
+        } catch  where error.code == .offline {
             return homeStoreID
         }
         if associate.homeStoreID != homeStoreID {

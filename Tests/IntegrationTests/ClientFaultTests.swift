@@ -116,7 +116,9 @@ struct ClientFaultTests {
         close(ends[1])
         let pid = reader.processIdentifier
         let end = Date(timeIntervalSinceNow: 20)
-        while !Self.blockedInWrite(pid), Date() < end { try await Task.sleep(for: .milliseconds(10)) }
+        while !Self.blockedInWrite(pid), Date() < end {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         try #require(Self.blockedInWrite(pid), "the write never blocked")
         let (seconds, outcome) = await reader.stop(with: signal, timeout: 10)
         #expect(!outcome.signalled, "\(outcome)")
@@ -161,7 +163,9 @@ struct ClientFaultTests {
     func damagedTokenFile() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-token")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -177,7 +181,9 @@ struct ClientFaultTests {
     func proxyPageKeepsProduct() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "proxy-404")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -206,7 +212,9 @@ struct ClientFaultTests {
     func prefetchFullDisk() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "full-disk")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -223,7 +231,10 @@ struct ClientFaultTests {
             run = try await station.catalog(["prefetch", "--query", "a", "--json"])
             again = try await station.catalog(["prefetch", "--query", "a", "--json"])
         } catch {
-            _ = try? await CommandRunner.run(URL(fileURLWithPath: "/bin/umount"), ["-l", images.path])
+            _ = try? await CommandRunner.run(
+                URL(fileURLWithPath: "/bin/umount"),
+                ["-l", images.path]
+            )
             throw error
         }
         _ = try? await CommandRunner.run(URL(fileURLWithPath: "/bin/umount"), ["-l", images.path])
@@ -250,7 +261,9 @@ struct ClientFaultTests {
     func damagedImageCache() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-index")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)

@@ -74,7 +74,9 @@ struct ClientTrustTests {
     func proxyNeverUsedForLoopback() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-proxy")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let proxy = try RecordingListener()
         let station = try Workstation()
         defer { station.remove() }
@@ -129,7 +131,9 @@ struct ClientTrustTests {
             stderr: .discarded
         )
         defer { server.signal(SIGKILL) }
-        try #require(await server.nextLine(timeout: 30) == "ACCEPT", "openssl s_server did not start")
+        // "Using default temp DH parameters", then "ACCEPT" once it listens.
+        let ready = await server.line(startingWith: "ACCEPT", timeout: 30)
+        try #require(ready != nil, "openssl s_server did not start")
         let url = "https://127.0.0.1:\(port)"
         let station = try Workstation()
         defer { station.remove() }
@@ -152,7 +156,9 @@ struct ClientTrustTests {
     func squatterGetsNothing() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-squat")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -283,7 +289,9 @@ struct ClientTrustTests {
     func signOutRemovesKeptData() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-logout")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
         let container = station.home.appendingPathComponent("shopfloor")
@@ -300,7 +308,9 @@ struct ClientTrustTests {
             try await station.login(server)
             #expect(try await station.run(["list", "--date", "today", "--json"]).status == 0)
             #expect(try await station.run(["search", "a", "--json"]).status == 0)
-            #expect(try await station.catalog(["prefetch", "--query", "kettle", "--json"]).status == 0)
+            #expect(
+                try await station.catalog(["prefetch", "--query", "kettle", "--json"]).status == 0
+            )
             let before = keptFiles()
             #expect(before.contains { $0.hasPrefix("cache/reservations/") })
             #expect(before.contains { $0.hasPrefix("cache/catalog/") })

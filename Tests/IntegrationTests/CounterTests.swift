@@ -95,7 +95,9 @@ struct CounterTests {
     func bookingRules() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-book")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -165,7 +167,9 @@ struct CounterTests {
 
         // A bad time in a subcommand: that subcommand's usage, not the top-level one.
         let code = try decode(ReservationDetail.self, later).reservation.confirmationCode
-        let badStart = try await station.run(["reschedule", code.description, "--start", "soon-ish"])
+        let badStart = try await station.run([
+            "reschedule", code.description, "--start", "soon-ish",
+        ])
         #expect(badStart.status == 64)
         #expect(badStart.stderr.contains("Usage: reservations reschedule"), "\(badStart.stderr)")
     }
@@ -174,7 +178,9 @@ struct CounterTests {
     func interactiveBooking() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-tty")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -205,7 +211,9 @@ struct CounterTests {
     func reading() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-read")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -241,7 +249,9 @@ struct CounterTests {
     func nationalPhone() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-phone")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)

@@ -25,13 +25,23 @@ struct StoresCommandTests {
         let stores = try decode([Store].self, listed)
         #expect(stores.map(\.id) == [DemoStores.berlin])
         #expect(stores.first?.shortName == "berlin-kurfuerstendamm")
-        let table = try await station.run(["stores"])
+        // At a terminal (a pseudo-terminal from script(1)): a table.
+        let table = try await CommandRunner.run(
+            URL(fileURLWithPath: "/usr/bin/script"),
+            [
+                "-q", "-e", "-c", "'\(CommandRunner.builtBinary("reservations").path)' stores",
+                "/dev/null",
+            ],
+            environment: station.environment
+        )
         #expect(table.status == 0, "\(table.stderr)")
         #expect(table.stdout.contains("SHORT NAME"), "\(table.stdout)")
-        let berlinLine = table.stdout.split(separator: "\n").first {
+        // script(1) ends lines with CR LF, one Character to Swift.
+        let berlinLine = table.stdout.split(whereSeparator: \.isNewline).first {
             $0.contains("berlin-kurfuerstendamm")
         }
-        #expect(berlinLine?.hasPrefix("*") == true, "\(table.stdout)")
+        let marked = berlinLine?.split(separator: " ").first == "*"
+        #expect(marked, "\(table.stdout)")
 
         // A booking at Berlin by short name, then found by `list` on the home store and by
         // `list --store` with the short name; another user's store is not among the user's.
@@ -64,7 +74,9 @@ struct StoresCommandTests {
         let refused = try await station.run(["list", "--all-stores"])
         #expect(refused.status == 13, "\(refused.stderr)")
         #expect(refused.stderr.contains("not permitted"), "\(refused.stderr)")
-        let both = try await station.run(["list", "--all-stores", "--store", "berlin-kurfuerstendamm"])
+        let both = try await station.run([
+            "list", "--all-stores", "--store", "berlin-kurfuerstendamm",
+        ])
         #expect(both.status == 64)
 
         // The administrator sees every store and may list them all.
@@ -76,7 +88,9 @@ struct StoresCommandTests {
         #expect(every.allSatisfy { $0.shortName != nil })
         let all = try await admin.run(["list", "--date", "tomorrow", "--all-stores", "--json"])
         #expect(all.status == 0, "\(all.stderr)")
-        #expect(try decode(Page<ReservationDetail>.self, all).items.contains { $0.id == created.id })
+        #expect(
+            try decode(Page<ReservationDetail>.self, all).items.contains { $0.id == created.id }
+        )
         let perth = try await admin.run(["config", "--store", "perth-hay-street", "--json"])
         #expect(perth.status == 0, "\(perth.stderr)")
         #expect(try decode(ClientConfigurationResponse.self, perth).store?.id == DemoStores.perth)

@@ -200,10 +200,20 @@ final class CallState: Sendable {
         }
     }
 
-    /// What a TLS failure says about the server's certificate, or nil for any other error
-    /// (NSURLErrorDomain's -1200…-1206, as FoundationNetworking maps libcurl's TLS errors).
+    /// What a TLS failure says about the server's certificate, or nil for any other error:
+    /// NSURLErrorDomain's -1200…-1206, or (as FoundationNetworking on Linux reports libcurl's
+    /// verification failures) NSURLErrorUnknown with curl's `SSL certificate problem: …` or
+    /// `SSL: … certificate …` text, said as curl says it.
     static func trustFailure(_ error: NSError) -> String? {
         guard error.domain == NSURLErrorDomain else { return nil }
+        if error.code == NSURLErrorUnknown {
+            let text = error.localizedDescription
+            guard
+                text.hasPrefix("SSL certificate problem") || text.hasPrefix("SSL peer certificate")
+                    || (text.hasPrefix("SSL: ") && text.contains("certificate"))
+            else { return nil }
+            return "its TLS certificate is not trusted (\(text.prefix(200)))"
+        }
         return switch error.code {
         case NSURLErrorServerCertificateUntrusted:
             "its TLS certificate is not trusted (self-signed, or signed by an unknown authority)"
