@@ -104,21 +104,14 @@ struct ClientFaultTests {
         let big = String(repeating: "x", count: 1 << 20)
         #expect(try await tool.run("import", "-", stdin: "{\"big\": \"\(big)\"}").status == 0)
         // The reader never reads: the 1 MiB value fills the 64 KiB pipe and the write blocks.
-        var ends: [Int32] = [0, 0]
-        try #require(pipe(&ends) == 0)
-        defer { close(ends[0]) }
         let reader = try await ChildProcess.start(
             SuiteDefaultsTool.binary,
             ["read", "big"],
-            environment: tool.environment,
-            stdout: .descriptor(ends[1])
+            environment: tool.environment
         )
-        close(ends[1])
         let pid = reader.processIdentifier
         let end = Date(timeIntervalSinceNow: 20)
-        while !Self.blockedInWrite(pid), Date() < end {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        while !Self.blockedInWrite(pid), Date() < end { usleep(10_000) }
         try #require(Self.blockedInWrite(pid), "the write never blocked")
         let (seconds, outcome) = await reader.stop(with: signal, timeout: 10)
         #expect(!outcome.signalled, "\(outcome)")
@@ -163,9 +156,8 @@ struct ClientFaultTests {
     func damagedTokenFile() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-token")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -181,9 +173,8 @@ struct ClientFaultTests {
     func proxyPageKeepsProduct() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "proxy-404")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -212,9 +203,8 @@ struct ClientFaultTests {
     func prefetchFullDisk() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "full-disk")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -225,19 +215,9 @@ struct ClientFaultTests {
             ["-t", "tmpfs", "-o", "size=96k,mode=0700", "tmpfs", images.path]
         )
         try #require(mount.status == 0, "mount: \(mount.stderr)")
-        let run: ProcessOutcome
-        let again: ProcessOutcome
-        do {
-            run = try await station.catalog(["prefetch", "--query", "a", "--json"])
-            again = try await station.catalog(["prefetch", "--query", "a", "--json"])
-        } catch {
-            _ = try? await CommandRunner.run(
-                URL(fileURLWithPath: "/bin/umount"),
-                ["-l", images.path]
-            )
-            throw error
-        }
-        _ = try? await CommandRunner.run(URL(fileURLWithPath: "/bin/umount"), ["-l", images.path])
+        // Lazily, as `umount -l` does: nothing can be awaited in a defer.
+        defer { _ = umount2(images.path, Int32(MNT_DETACH)) }
+        let run = try await station.catalog(["prefetch", "--query", "a", "--json"])
         #expect(run.status == 1, "\(run.stderr)")
         #expect(run.stderr.contains("No space left on device"), "\(run.stderr)")
         #expect(run.stderr.contains("could not be stored"), "\(run.stderr)")
@@ -251,6 +231,7 @@ struct ClientFaultTests {
         #expect(summary.failed > 0)
         #expect(summary.loaded + summary.alreadyCached + summary.failed == summary.total)
         // What is reported loaded is there: a second run finds those already cached.
+        let again = try await station.catalog(["prefetch", "--query", "a", "--json"])
         let second = try JSONDecoder().decode(Summary.self, from: Data(again.stdout.utf8))
         #expect(second.alreadyCached >= summary.loaded)
     }
@@ -261,9 +242,8 @@ struct ClientFaultTests {
     func damagedImageCache() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-index")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)

@@ -74,9 +74,8 @@ struct ClientTrustTests {
     func proxyNeverUsedForLoopback() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-proxy")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.terminate() }
         let proxy = try RecordingListener()
         let station = try Workstation()
         defer { station.remove() }
@@ -156,9 +155,8 @@ struct ClientTrustTests {
     func squatterGetsNothing() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-squat")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -231,6 +229,7 @@ struct ClientTrustTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("s.sqlite")
         let server = try await StoreServerProcess(database: database)
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -289,9 +288,8 @@ struct ClientTrustTests {
     func signOutRemovesKeptData() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-logout")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         let container = station.home.appendingPathComponent("shopfloor")
@@ -308,9 +306,7 @@ struct ClientTrustTests {
             try await station.login(server)
             #expect(try await station.run(["list", "--date", "today", "--json"]).status == 0)
             #expect(try await station.run(["search", "a", "--json"]).status == 0)
-            #expect(
-                try await station.catalog(["prefetch", "--query", "kettle", "--json"]).status == 0
-            )
+            #expect(try await station.catalog(["prefetch", "--query", "kettle", "--json"]).status == 0)
             let before = keptFiles()
             #expect(before.contains { $0.hasPrefix("cache/reservations/") })
             #expect(before.contains { $0.hasPrefix("cache/catalog/") })

@@ -1,4 +1,5 @@
 import CommandSupport
+import ChildProcesses
 import Foundation
 import Models
 import Testing
@@ -95,9 +96,8 @@ struct CounterTests {
     func bookingRules() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-book")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -167,9 +167,7 @@ struct CounterTests {
 
         // A bad time in a subcommand: that subcommand's usage, not the top-level one.
         let code = try decode(ReservationDetail.self, later).reservation.confirmationCode
-        let badStart = try await station.run([
-            "reschedule", code.description, "--start", "soon-ish",
-        ])
+        let badStart = try await station.run(["reschedule", code.description, "--start", "soon-ish"])
         #expect(badStart.status == 64)
         #expect(badStart.stderr.contains("Usage: reservations reschedule"), "\(badStart.stderr)")
     }
@@ -178,9 +176,8 @@ struct CounterTests {
     func interactiveBooking() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-tty")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -211,9 +208,8 @@ struct CounterTests {
     func reading() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-read")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -249,9 +245,8 @@ struct CounterTests {
     func nationalPhone() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-phone")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
+        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
