@@ -74,7 +74,9 @@ struct ClientTrustTests {
     func proxyNeverUsedForLoopback() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-proxy")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let proxy = try RecordingListener()
         let station = try Workstation()
@@ -155,7 +157,9 @@ struct ClientTrustTests {
     func squatterGetsNothing() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-squat")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -288,7 +292,9 @@ struct ClientTrustTests {
     func signOutRemovesKeptData() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-logout")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -306,7 +312,9 @@ struct ClientTrustTests {
             try await station.login(server)
             #expect(try await station.run(["list", "--date", "today", "--json"]).status == 0)
             #expect(try await station.run(["search", "a", "--json"]).status == 0)
-            #expect(try await station.catalog(["prefetch", "--query", "kettle", "--json"]).status == 0)
+            #expect(
+                try await station.catalog(["prefetch", "--query", "kettle", "--json"]).status == 0
+            )
             let before = keptFiles()
             #expect(before.contains { $0.hasPrefix("cache/reservations/") })
             #expect(before.contains { $0.hasPrefix("cache/catalog/") })

@@ -1,5 +1,5 @@
-import CommandSupport
 import ChildProcesses
+import CommandSupport
 import Foundation
 import Models
 import Testing
@@ -96,7 +96,9 @@ struct CounterTests {
     func bookingRules() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-book")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -167,7 +169,9 @@ struct CounterTests {
 
         // A bad time in a subcommand: that subcommand's usage, not the top-level one.
         let code = try decode(ReservationDetail.self, later).reservation.confirmationCode
-        let badStart = try await station.run(["reschedule", code.description, "--start", "soon-ish"])
+        let badStart = try await station.run([
+            "reschedule", code.description, "--start", "soon-ish",
+        ])
         #expect(badStart.status == 64)
         #expect(badStart.stderr.contains("Usage: reservations reschedule"), "\(badStart.stderr)")
     }
@@ -176,7 +180,9 @@ struct CounterTests {
     func interactiveBooking() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-tty")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -208,7 +214,9 @@ struct CounterTests {
     func reading() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-read")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -245,7 +253,9 @@ struct CounterTests {
     func nationalPhone() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-phone")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
