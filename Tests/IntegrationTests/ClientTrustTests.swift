@@ -286,6 +286,32 @@ struct ClientTrustTests {
         #expect(!json.stdout.unicodeScalars.contains { $0.value == 0x9B || $0.value == 0x202E })
     }
 
+    @Test("A barcode holding escape sequences is shown escaped at a terminal, as read in a pipe")
+    func scanEscapesAtTerminal() async throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "trust-scan")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let image = directory.appendingPathComponent("osc.png").path
+        // An OSC 0 title and a C1 CSI (U+009B) in a QR code.
+        let payload = "pwn\u{1B}]0;fake title\u{07}\u{9B}2Jend"
+        try await Processes.tool("qrencode", ["-o", image, "-s", "6", "-8", payload])
+        let scan = CommandRunner.builtBinary("scan").path
+        let terminal = try await CommandRunner.run(
+            URL(fileURLWithPath: "/usr/bin/script"),
+            ["-q", "-e", "-c", "'\(scan)' --quiet '\(image)'", "/dev/null"]
+        )
+        #expect(terminal.status == 0, "\(terminal.stdout)")
+        let bytes = Array(terminal.stdout.utf8)
+        #expect(!bytes.contains(0x1B) && !bytes.contains(0x07), "\(terminal.stdout)")
+        #expect(!terminal.stdout.unicodeScalars.contains { $0.value == 0x9B })
+        #expect(
+            terminal.stdout.contains("QR-Code:pwn\\x1B]0;fake title\\x07"),
+            "\(terminal.stdout)"
+        )
+        // In a pipe the payload is data, byte for byte (zbarimg's form).
+        let piped = try await CommandRunner.run(URL(fileURLWithPath: scan), ["--quiet", image])
+        #expect(piped.stdout == "QR-Code:\(payload)\n")
+    }
+
     @Test(
         "Sign-out removes every suite app's kept server data and says what; --keep-cache keeps it"
     )
