@@ -208,6 +208,30 @@ struct CounterTests {
         #expect(shown.contains("Suit fitting"))
         #expect(shown.contains("Book it? [Y/n]"))
         #expect(shown.contains("booked "), "\(shown)")
+
+        // The same person again (same e-mail), the store by its short name: offered for reuse
+        // and booked for the customer the server found, in one pass with no error.
+        let (again, second) = try await runInTerminal(
+            [
+                CommandRunner.builtBinary("reservations").path, "new", "--store",
+                "berlin-kurfuerstendamm",
+            ],
+            environment: station.environment,
+            answers: [
+                ("Start", ["tomorrow 11:00"]), ("Party", [""]), ("Topic", ["Hemming"]),
+                ("First name", ["Ana"]), ("Last name", ["Weber"]),
+                ("E-mail", ["ana@example.com"]), ("optional", [""]),
+                ("customer already", ["y"]), ("Book it", ["y"]),
+            ]
+        )
+        #expect(again == 0, "\(second)")
+        #expect(second.contains("is a customer already"), "\(second)")
+        #expect(second.contains("booking for the existing customer"), "\(second)")
+        #expect(!second.contains("error:"), "\(second)")
+        let listed = try await station.run(["search", "ana@example.com", "--json"])
+        let found = try decode(Page<ReservationDetail>.self, listed).items
+        #expect(found.count == 2)
+        #expect(Set(found.map(\.customer.id)).count == 1, "two customers for one person")
     }
 
     @Test("Tables fit the terminal, omit what the query fixes; the next page is a ready command")
