@@ -84,9 +84,13 @@ extension Output {
     typealias Cell = TextTable.Cell
 
     /// Columns padded to their widest cell (in display columns), two spaces apart, fitted to
-    /// the terminal's width.
+    /// the terminal's width by narrowing text columns; the code and the time stay whole.
     func table(header: [String], rows: [[Cell]]) -> String {
-        TextTable(header: header, rows: rows).render(color: color, width: Console.stdoutColumns)
+        let whole = Set(
+            header.indices.filter { header[$0] == "CODE" || header[$0].hasPrefix("WHEN") }
+        )
+        return TextTable(header: header, rows: rows, wholeColumns: whole)
+            .render(color: color, width: Console.stdoutColumns)
     }
 
     /// ANSI styles by status.

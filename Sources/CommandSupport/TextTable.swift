@@ -55,11 +55,15 @@ public struct TextTable: Sendable {
     public var header: [String]
     /// The rows, each with at most as many cells as the header.
     public var rows: [[Cell]]
+    /// Columns never narrowed to fit a width (by index): what a reader needs whole, such as
+    /// a code to type or a time.
+    public var wholeColumns: Set<Int>
 
-    /// A table with `header` and `rows`.
-    public init(header: [String], rows: [[Cell]] = []) {
+    /// A table with `header` and `rows`; `wholeColumns` are never cut to fit.
+    public init(header: [String], rows: [[Cell]] = [], wholeColumns: Set<Int> = []) {
         self.header = header
         self.rows = rows
+        self.wholeColumns = wholeColumns
     }
 
     /// Adds a row.
@@ -97,10 +101,12 @@ public struct TextTable: Sendable {
         return out
     }
 
-    /// Which columns may be narrowed: text, not numbers (right-aligned in any row).
+    /// Which columns may be narrowed: text, not numbers (right-aligned in any row), and not
+    /// one of ``wholeColumns``.
     private var shrinkable: [Bool] {
         header.indices.map { index in
-            !rows.contains { row in index < row.count && row[index].alignRight }
+            !wholeColumns.contains(index)
+                && !rows.contains { row in index < row.count && row[index].alignRight }
         }
     }
 
