@@ -91,6 +91,18 @@ struct StoresCommandTests {
         #expect(
             try decode(Page<ReservationDetail>.self, all).items.contains { $0.id == created.id }
         )
+        // whoami says the role and the stores.
+        let me = try decode(Associate.self, try await station.run(["whoami", "--json"]))
+        #expect(me.role == .associate && me.storeIDs == [DemoStores.berlin])
+        let adminSays = try await CommandRunner.run(
+            URL(fileURLWithPath: "/usr/bin/script"),
+            [
+                "-q", "-e", "-c", "'\(CommandRunner.builtBinary("reservations").path)' whoami",
+                "/dev/null",
+            ],
+            environment: admin.environment
+        )
+        #expect(adminSays.stdout.contains("role admin (every store)"), "\(adminSays.stdout)")
         let perth = try await admin.run(["config", "--store", "perth-hay-street", "--json"])
         #expect(perth.status == 0, "\(perth.stderr)")
         #expect(try decode(ClientConfigurationResponse.self, perth).store?.id == DemoStores.perth)
