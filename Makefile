@@ -22,7 +22,12 @@ PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/P
 # - AuthTests and SuiteClientTests: their tests time deadlines, retries and cancellation to
 #   the tenth of a second (`elapsed < 0.8`); beside the integration tests' dozens of child
 #   processes such a time measures the CPU contention too.
-OWN_PROCESS_TESTS := AuthTests SuiteClientTests
+# - IntegrationTests: the apps as real processes, whose deadlines they check (a command on a
+#   dead network ends within the connect timeout + 1 s); beside StoreServerTests' sign-in
+#   floods and the OCR those seconds stretch by half.
+# - ImageCacheTests: its pipeline tests wait on a local image server whose answers starved
+#   beside the shared process's load (2 minutes without an answer, seen 2026-11-27).
+OWN_PROCESS_TESTS := IntegrationTests ImageCacheTests AuthTests SuiteClientTests
 # Run in a process of their own at the same time as the shared one (started from the test
 # bundle itself: `swift test` holds the build directory's lock, so two cannot run at once):
 # - ScannerTests: decoding and OCR are minutes of synchronous CPU work on the concurrency

@@ -60,6 +60,9 @@ struct Prefetch: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A stop lets the images being written finish and the summary be printed: up to
+        // 2 s, not the 90 ms a command that keeps nothing gets.
+        StopSignal.allowGrace(.seconds(2))
         try await withClient(options, defaultDeadline: 600) { client, output in
             let products = try await listProducts(client)
             var seen = Set<URL>()

@@ -55,11 +55,15 @@ public struct TextTable: Sendable {
     public var header: [String]
     /// The rows, each with at most as many cells as the header.
     public var rows: [[Cell]]
+    /// Columns never narrowed to fit a width (by index): what a reader needs whole, such as
+    /// a code to type or a time.
+    public var wholeColumns: Set<Int>
 
-    /// A table with `header` and `rows`.
-    public init(header: [String], rows: [[Cell]] = []) {
+    /// A table with `header` and `rows`; `wholeColumns` are never cut to fit.
+    public init(header: [String], rows: [[Cell]] = [], wholeColumns: Set<Int> = []) {
         self.header = header
         self.rows = rows
+        self.wholeColumns = wholeColumns
     }
 
     /// Adds a row.
@@ -76,7 +80,7 @@ public struct TextTable: Sendable {
                 widths[index] = max(widths[index], DisplayWidth.of(cell.text))
             }
         }
-        if let width { widths = Self.fit(widths, into: width, shrinkable: shrinkable) }
+        if let width { widths = fit(widths, into: width) }
         func line(_ cells: [Cell]) -> String {
             var parts: [String] = []
             for (index, cell) in cells.enumerated() where index < widths.count {
@@ -104,17 +108,28 @@ public struct TextTable: Sendable {
         }
     }
 
-    /// Column widths that fit `total` columns (two spaces between columns): the widest
-    /// shrinkable column loses a column at a time, down to 3 (`ab…`).
-    static func fit(_ widths: [Int], into total: Int, shrinkable: [Bool]) -> [Int] {
+    /// Column widths that fit `total` columns (two spaces between columns), one column at a
+    /// time from the widest: first the text columns other than ``wholeColumns``, down to
+    /// their title's width; then the whole columns too, down to their titles; then any text
+    /// column down to 3 (`ab…`).
+    func fit(_ widths: [Int], into total: Int) -> [Int] {
+        let titles = header.map { max(3, DisplayWidth.of($0)) }
+        let shrinkable = self.shrinkable
         var widths = widths
         func sum() -> Int { widths.reduce(0, +) + 2 * max(0, widths.count - 1) }
-        while sum() > total {
-            guard
-                let widest = widths.indices.filter({ shrinkable[$0] && widths[$0] > 3 })
-                    .max(by: { widths[$0] < widths[$1] })
-            else { break }
-            widths[widest] -= 1
+        let phases: [(Int) -> Bool] = [
+            { shrinkable[$0] && !self.wholeColumns.contains($0) && widths[$0] > titles[$0] },
+            { shrinkable[$0] && widths[$0] > titles[$0] },
+            { shrinkable[$0] && widths[$0] > 3 },
+        ]
+        for allowed in phases {
+            while sum() > total {
+                guard
+                    let widest = widths.indices.filter(allowed)
+                        .max(by: { widths[$0] < widths[$1] })
+                else { break }
+                widths[widest] -= 1
+            }
         }
         return widths
     }

@@ -378,7 +378,7 @@ struct CatalogCommandTests {
         #expect(try Data(contentsOf: copy) == expected)
         #expect(run.stderr.contains("offline"))
         #expect(run.stderr.contains("showing the image of product \(seen.gtin) kept 10 min ago"))
-        #expect(run.stderr.contains("showing product \(seen.gtin) saved"))
+        #expect(run.stderr.contains("showing product \(seen.gtin) as saved"))
 
         // Listed (details kept) but its image never fetched: details yes, image exit 6.
         let details = try await station.catalog(["show", listedOnly.gtin.gtin14, "--json"])

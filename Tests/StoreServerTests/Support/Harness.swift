@@ -158,7 +158,11 @@ struct TestServer: Sendable {
         passwordIterations: Int = testPasswordCost,
         trustedProxies: [String] = [],
         connections: LoadLimiter.Limits = StoreServerConfiguration().connections,
-        bodyTimeout: Duration = .seconds(60)
+        bodyTimeout: Duration = .seconds(60),
+        sessionLifetime: TimeInterval = 30 * 86_400,
+        clockShift: TimeInterval = 0,
+        metricsPort: Int? = nil,
+        logger: Logger = TestDatabases.logger
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
         if let location {
@@ -177,13 +181,16 @@ struct TestServer: Sendable {
         configuration.accessTokenTTL = accessTokenTTL
         configuration.metrics = TestMetrics.registry
         configuration.faults = faults
+        configuration.sessionLifetime = sessionLifetime
+        configuration.localClock = { Date() + clockShift }
         configuration.idleTimeout = idleTimeout
         configuration.drainTimeout = drainTimeout
         configuration.connections = connections
         configuration.bodyTimeout = bodyTimeout
+        configuration.metricsAddress = metricsPort.map { .init(host: "127.0.0.1", port: $0) }
         let server = try await RunningStoreServer.start(
             configuration: configuration,
-            logger: TestDatabases.logger
+            logger: logger
         )
         return TestServer(server: server, location: location)
     }
@@ -331,7 +338,8 @@ final class ServerProcess: Sendable {
         child = try await ChildProcess.start(
             Self.binary,
             [
-                "serve", "--port", String(port), "--database", database, "--password-cost",
+                "serve", "--port", String(port), "--database", database,
+                "--insecure-password-cost-for-tests", "--password-cost",
                 String(testPasswordCost),
             ] + (quiet ? ["--quiet"] : []) + extra
         )
