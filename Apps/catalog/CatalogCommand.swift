@@ -33,6 +33,7 @@ struct CatalogCommand: SuiteCommand {
               3    no such product (or it has no image to save)
               5    update required: the server needs a newer catalog
               6    offline, and no data kept from an earlier run to answer with
+              13   not permitted: your role or stores do not allow it
               64   usage error (a malformed GTIN, ...)
               77   sign-in required (or refused)
               130  interrupted (SIGINT), 143 terminated (SIGTERM)

@@ -13,24 +13,33 @@ struct Config: AsyncParsableCommand {
             Flags are resolved for --store (default: your home store; none: global values). \
             Offline, the last good copy is shown and stderr says how old it is.
 
-            Example: reservations config --store 5D0F1C2A-0006-4A00-8000-000000000006
+            Example: reservations config --store berlin-kurfuerstendamm
             """
     )
 
-    @Option(name: .long, help: ArgumentHelp("Resolve flags for this store.", valueName: "id"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Resolve flags for this store: its id or short name.",
+            valueName: "store"
+        )
+    )
     var store: String?
 
     @OptionGroup var options: ClientOptions
 
     func validate() throws {
-        if let store, UUID(uuidString: store) == nil {
-            throw ValidationError("--store '\(store)' is not a store id (a UUID)")
+        if let store, store.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("--store needs a store id or short name")
         }
     }
 
     func run() async throws {
         try await withClient(options) { client, output in
-            let storeID = store.flatMap(UUID.init(uuidString:)) ?? client.homeStoreID
+            var storeID = client.homeStoreID
+            if let store {
+                storeID = try await client.resolveStore(store.trimmingCharacters(in: .whitespaces))
+            }
             let fetched = try await client.clientConfiguration(store: storeID)
             output.sayIfCached(fetched, what: "the configuration")
             let response = fetched.value

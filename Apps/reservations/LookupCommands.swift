@@ -52,7 +52,13 @@ struct ListFilters: ParsableArguments {
     )
     var status: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Only this store (its id).", valueName: "id"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Only this store: its id or short name (`reservations stores`).",
+            valueName: "store"
+        )
+    )
     var store: String?
 
     @Option(name: .long, help: ArgumentHelp("Reservations per page (1…200).", valueName: "n"))
@@ -65,16 +71,18 @@ struct ListFilters: ParsableArguments {
     var cursor: String?
 
     /// The list columns these filters fix (one store, one status): no need to show them.
-    func fixedColumns(statuses: [Reservation.Status]) -> Set<Output.ListColumn> {
+    func fixedColumns(statuses: [Reservation.Status], oneStore: Bool) -> Set<Output.ListColumn> {
         var fixed: Set<Output.ListColumn> = []
-        if store != nil { fixed.insert(.store) }
+        if oneStore { fixed.insert(.store) }
         if statuses.count == 1 { fixed.insert(.status) }
         return fixed
     }
 
     func validate() throws {
         _ = try statuses()
-        _ = try storeID()
+        if let store, store.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("--store needs a store id or short name")
+        }
         if let limit, !(1...200).contains(limit) {
             throw ValidationError("--limit must be 1…200, got \(limit)")
         }
@@ -96,12 +104,10 @@ struct ListFilters: ParsableArguments {
         }
     }
 
-    func storeID() throws -> UUID? {
+    /// The store `--store` names (an id, or a short name the server knows), nil without it.
+    func resolvedStore(_ client: SuiteClient) async throws(SuiteClientError) -> UUID? {
         guard let store else { return nil }
-        guard let id = UUID(uuidString: store) else {
-            throw ValidationError("--store '\(store)' is not a store id (a UUID)")
-        }
-        return id
+        return try await client.resolveStore(store.trimmingCharacters(in: .whitespaces))
     }
 }
 
@@ -124,16 +130,29 @@ struct List: AsyncParsableCommand {
     var date = "today"
 
     @OptionGroup var filters: ListFilters
+
+    @Flag(
+        name: .long,
+        help:
+            "Every store of the server, not only your home store (administrators; others exit 13)."
+    )
+    var allStores = false
+
     @OptionGroup var options: ClientOptions
 
     func validate() throws {
         _ = try TimeInput.day(date, in: .current, option: "--date")
+        if allStores, filters.store != nil {
+            throw ValidationError("give either --store or --all-stores, not both")
+        }
     }
 
     func run() async throws {
         let statuses = try filters.statuses()
-        let store = try filters.storeID()
         try await withClient(options) { client, output in
+            // Your home store (the server's answer now, not a kept guess) unless told otherwise.
+            var store = try await filters.resolvedStore(client)
+            if store == nil, !allStores { store = try await client.currentHomeStoreID() }
             var zone = TimeZone.current
             var config: ClientConfigurationResponse?
             if let store {
@@ -151,6 +170,7 @@ struct List: AsyncParsableCommand {
                 date: day,
                 statuses: statuses,
                 store: store,
+                allStores: allStores,
                 limit: filters.limit,
                 cursor: filters.cursor
             )
@@ -166,7 +186,10 @@ struct List: AsyncParsableCommand {
             if let first = page.value.items.first {
                 showNotice(config, for: first.store, output: output)
             }
-            try output.printList(page, fixed: filters.fixedColumns(statuses: statuses))
+            try output.printList(
+                page,
+                fixed: filters.fixedColumns(statuses: statuses, oneStore: store != nil)
+            )
         }
     }
 }
@@ -201,9 +224,9 @@ struct Search: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = try filters.storeID()
         let statuses = try filters.statuses()
         try await withClient(options) { client, output in
+            let store = try await filters.resolvedStore(client)
             // A phone typed in national form is searched as the number it is in the store's
             // market (+49 30 1234567 for `030 1234567` in Germany), as `new` stores it.
             var searched = text
@@ -227,7 +250,7 @@ struct Search: AsyncParsableCommand {
             output.sayIfCached(page, what: "the search results")
             try output.printList(
                 page,
-                fixed: filters.fixedColumns(statuses: try filters.statuses())
+                fixed: filters.fixedColumns(statuses: statuses, oneStore: store != nil)
             )
         }
     }

@@ -31,7 +31,10 @@ struct New: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("The store (default: your home store).", valueName: "id")
+        help: ArgumentHelp(
+            "The store: its id or short name (default: your home store).",
+            valueName: "store"
+        )
     )
     var store: String?
 
@@ -77,8 +80,8 @@ struct New: AsyncParsableCommand {
         for field in fields where !field.contains("=") {
             throw ValidationError("--field '\(field)' is not NAME=VALUE")
         }
-        if let store, UUID(uuidString: store) == nil {
-            throw ValidationError("--store '\(store)' is not a store id (a UUID)")
+        if let store, store.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("--store needs a store id or short name")
         }
         if let customer, UUID(uuidString: customer) == nil {
             throw ValidationError("--customer '\(customer)' is not a customer id (a UUID)")
@@ -95,10 +98,15 @@ struct New: AsyncParsableCommand {
             given[String(parts[0])] = String(parts[1])
         }
         try await withClient(options) { client, output in
-            guard let storeID = store.flatMap(UUID.init(uuidString:)) ?? client.homeStoreID else {
+            var named: UUID?
+            if let store {
+                named = try await client.resolveStore(store.trimmingCharacters(in: .whitespaces))
+            }
+            if named == nil { named = try await client.currentHomeStoreID() }
+            guard let storeID = named else {
                 throw SuiteClientError(
                     .invalidInput,
-                    "give the store with --store ID (your account has no home store)"
+                    "give the store with --store ID or short name (your account has no home store; `reservations stores` lists yours)"
                 )
             }
             let fetched = try await client.clientConfiguration(store: storeID)
@@ -230,6 +238,25 @@ struct New: AsyncParsableCommand {
                     problems: &form.problems
                 )
             }
+            // The same person (e-mail or phone) may be a customer already: offered for reuse,
+            // as the server finds them (never a local guess).
+            var existing: UUID? = customer.flatMap(UUID.init(uuidString:))
+            if existing == nil, form.problems.isEmpty, let values = customerForm,
+                let match = try await client.existingCustomer(
+                    email: values["email"],
+                    phone: values["phone"]
+                )
+            {
+                var contact = [match.displayName]
+                if let email = match.email { contact.append(email.value) }
+                if let phone = match.phone { contact.append(phone.e164) }
+                let who = TextSafety.terminal(contact.joined(separator: ", "))
+                if noInput || yes || asker.confirm("\(who) is a customer already. Book for them?") {
+                    existing = match.id
+                    customerForm = nil
+                    output.note("booking for the existing customer \(who)")
+                }
+            }
             guard form.problems.isEmpty, let startsAt, let endsAt, let party, let topicText else {
                 let ended = !noInput && !asker.enabled ? " (the answers ended)" : ""
                 throw SuiteClientError(
@@ -247,7 +274,7 @@ struct New: AsyncParsableCommand {
                     partySize: party,
                     topic: topicText,
                     notes: notes,
-                    customerID: customer.flatMap(UUID.init(uuidString:)),
+                    customerID: existing,
                     customer: customerForm
                 )
             } catch let error as Models.ValidationError {
@@ -434,6 +461,19 @@ struct FormState {
 /// stdin ends, nothing more is asked.
 struct Asker {
     var enabled: Bool
+
+    /// A yes-or-no question; yes unless answered no (an empty answer is yes). At the end of
+    /// the answers (or without asking) the answer is no.
+    mutating func confirm(_ question: String) -> Bool {
+        while let answer = ask("\(question) [Y/n]") {
+            switch answer.lowercased() {
+            case "", "y", "yes": return true
+            case "n", "no": return false
+            default: continue
+            }
+        }
+        return false
+    }
 
     mutating func ask(_ question: String) -> String? {
         guard enabled else { return nil }

@@ -84,10 +84,12 @@ extension Output {
     typealias Cell = TextTable.Cell
 
     /// Columns padded to their widest cell (in display columns), two spaces apart, fitted to
-    /// the terminal's width by narrowing text columns; the code and the time stay whole.
+    /// the terminal's width by narrowing text columns; what is typed or read back (a code, a
+    /// time, a store's short name or id) stays whole.
     func table(header: [String], rows: [[Cell]]) -> String {
+        let typed: Set<String> = ["CODE", "SHORT NAME", "ID"]
         let whole = Set(
-            header.indices.filter { header[$0] == "CODE" || header[$0].hasPrefix("WHEN") }
+            header.indices.filter { typed.contains(header[$0]) || header[$0].hasPrefix("WHEN") }
         )
         return TextTable(header: header, rows: rows, wholeColumns: whole)
             .render(color: color, width: Console.stdoutColumns)

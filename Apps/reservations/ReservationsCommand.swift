@@ -33,13 +33,15 @@ struct ReservationsCommand: SuiteCommand {
               3    no such reservation or store
               5    update required: the server needs a newer reservations
               6    offline, and no data kept from an earlier run to answer with
+              13   not permitted: your role or stores do not allow it
               64   usage error, or values that break the store's rules
               77   sign-in required (or refused)
               130  interrupted (SIGINT), 143 terminated (SIGTERM)
 
             Examples:
               reservations login --server http://127.0.0.1:8080 --user demo
-              reservations list --date today --store 5D0F1C2A-0004-4A00-8000-000000000004
+              reservations stores
+              reservations list --date today --store berlin-kurfuerstendamm
               reservations search weber
               reservations show 41SJ-3EQ4
               reservations show --from-image pass.png
@@ -52,7 +54,7 @@ struct ReservationsCommand: SuiteCommand {
         subcommands: [
             Login<ReservationsCommand>.self, Logout<ReservationsCommand>.self,
             Whoami<ReservationsCommand>.self, List.self, Search.self, Show.self,
-            CheckIn.self, Cancel.self, Reschedule.self, New.self, Config.self,
+            CheckIn.self, Cancel.self, Reschedule.self, New.self, Stores.self, Config.self,
         ]
     )
 }

@@ -1,5 +1,6 @@
 import CommandSupport
 import Foundation
+import Models
 import Scanner
 
 #if canImport(Glibc)
@@ -9,13 +10,17 @@ import Scanner
 /// Writes records to stdout in the chosen format: each record in one checked write, as soon
 /// as it is ready (a reader sees it at once, a stop signal or a kill never cuts one, and
 /// nothing waits in a buffer); a failed write ends the scan with exit 1, or 141 for a closed
-/// pipe.
+/// pipe. Text read from images reaches a terminal only through `TextSafety.terminal`: a
+/// barcode holding an escape sequence cannot set the title or move the cursor (issue 26).
 final class RecordWriter {
     let format: OutputFormat
     private let encoder = JSONOutput.encoder()
+    /// Whether text output goes to a terminal (escaped) rather than a pipe (as zbarimg's).
+    private let toTerminal: Bool
 
-    init(format: OutputFormat) {
+    init(format: OutputFormat, toTerminal: Bool = Console.stdoutIsTerminal) {
         self.format = format
+        self.toTerminal = toTerminal
     }
 
     func begin() throws {
@@ -31,9 +36,9 @@ final class RecordWriter {
         switch format {
         case .text:
             for symbol in record.symbols {
-                try out("\(symbol.symbology.zbarLabel):\(symbol.text)\n")
+                try out("\(symbol.symbology.zbarLabel):\(shown(symbol.text))\n")
             }
-            try out(TextOutput.text(record))
+            try out(shown(TextOutput.text(record), multiline: true))
         case .csv:
             for symbol in record.symbols {
                 try out(
@@ -57,6 +62,11 @@ final class RecordWriter {
     }
 
     private var buffer: [UInt8] = []
+
+    /// `text` as it may be shown: escaped for a terminal, as read for a pipe.
+    private func shown(_ text: String, multiline: Bool = false) -> String {
+        toTerminal ? TextSafety.terminal(text, multiline: multiline) : text
+    }
 
     /// Writes what is buffered (the CSV header of an empty run).
     func end() throws { try flush() }

@@ -23,6 +23,8 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Load the demo data first when the database has no stores.") var demoData = false
     @Option(help: "Access token lifetime in seconds.") var accessTokenTtl = 900
     @Option(help: "Refresh token lifetime in seconds.") var refreshTokenTtl = 30 * 86_400
+    @Option(help: "Days a session lasts from its sign-in, refreshes included.")
+    var sessionLifetimeDays = 30
     @Option(help: "PostgreSQL connections per event loop.") var databaseConnections = 4
     @Option(help: "Seconds a stop waits for requests in flight before closing them.")
     var drainTimeout = 10
@@ -40,6 +42,15 @@ struct Serve: AsyncParsableCommand {
         )
     )
     var trustedProxies: [String] = []
+    @Option(
+        help: ArgumentHelp(
+            "Serve /metrics on this port of --metrics-host only (0: any free port); without it /metrics answers peers on this machine that are not a trusted proxy.",
+            valueName: "port"
+        )
+    )
+    var metricsPort: Int?
+    @Option(help: "Address of the /metrics listener (with --metrics-port).")
+    var metricsHost = "127.0.0.1"
     @OptionGroup var options: DatabaseOptions
 
     func validate() throws {
@@ -52,6 +63,11 @@ struct Serve: AsyncParsableCommand {
         guard refreshTokenTtl >= accessTokenTtl else {
             throw ValidationError("--refresh-token-ttl must be at least --access-token-ttl")
         }
+        guard (1...3650).contains(sessionLifetimeDays) else {
+            throw ValidationError(
+                "--session-lifetime-days must be 1…3650, got \(sessionLifetimeDays)"
+            )
+        }
         guard (1...64).contains(databaseConnections) else {
             throw ValidationError("--database-connections must be 1…64")
         }
@@ -60,6 +76,17 @@ struct Serve: AsyncParsableCommand {
         }
         guard (1...3600).contains(idleTimeout) else {
             throw ValidationError("--idle-timeout must be 1…3600 seconds, got \(idleTimeout)")
+        }
+        if let metricsPort {
+            guard (0...65_535).contains(metricsPort) else {
+                throw ValidationError("--metrics-port must be 0…65535, got \(metricsPort)")
+            }
+            guard metricsPort == 0 || metricsPort != port || metricsHost != host else {
+                throw ValidationError("--metrics-port must differ from --port on the same host")
+            }
+        }
+        guard !metricsHost.isEmpty else {
+            throw ValidationError("--metrics-host must not be empty")
         }
         for range in trustedProxies where TrustedProxies.Range(range) == nil {
             throw ValidationError(
@@ -82,6 +109,7 @@ struct Serve: AsyncParsableCommand {
         configuration.passwordIterations = options.passwordCost
         configuration.accessTokenTTL = TimeInterval(accessTokenTtl)
         configuration.refreshTokenTTL = TimeInterval(refreshTokenTtl)
+        configuration.sessionLifetime = TimeInterval(sessionLifetimeDays) * 86_400
         configuration.databaseConnections = databaseConnections
         configuration.drainTimeout = .seconds(drainTimeout)
         configuration.idleTimeout = .seconds(idleTimeout)
@@ -89,6 +117,9 @@ struct Serve: AsyncParsableCommand {
             trustedProxies.compactMap(TrustedProxies.Range.init)
         )
         configuration.metrics = registry
+        configuration.metricsAddress = metricsPort.map {
+            StoreServerConfiguration.ListenAddress(host: metricsHost, port: $0)
+        }
         configuration.notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
         let displayHost = host.contains(":") ? "[\(host)]" : host
         configuration.onListening = { _, port in

@@ -39,8 +39,17 @@ struct DatabaseOptions: ParsableArguments {
     )
     var database: String?
 
-    @Option(name: .long, help: "PBKDF2 iterations for password hashes (the sign-in cost; ≥ 1000).")
+    @Option(
+        name: .long,
+        help: "PBKDF2 iterations for password hashes (the sign-in cost; at least 100000)."
+    )
     var passwordCost: Int = 600_000
+
+    @Flag(
+        name: .customLong("insecure-password-cost-for-tests"),
+        help: "Allow a --password-cost below 100000 (tests and benchmarks only)."
+    )
+    var insecurePasswordCostForTests = false
 
     @OptionGroup var common: CommonOptions
 
@@ -54,9 +63,14 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     func validate() throws {
-        guard passwordCost >= 1_000, passwordCost <= 10_000_000 else {
+        let floor =
+            insecurePasswordCostForTests
+            ? 1_000 : StoreServerConfiguration.minimumPasswordIterations
+        guard passwordCost >= floor, passwordCost <= 10_000_000 else {
             throw ValidationError(
-                "--password-cost must be from 1000 to 10000000, got \(passwordCost)"
+                "--password-cost must be from \(floor) to 10000000, got \(passwordCost)"
+                    + (insecurePasswordCostForTests
+                        ? "" : " (below \(floor) only with --insecure-password-cost-for-tests)")
             )
         }
         if let database, database.isEmpty { throw ValidationError("--database must not be empty") }

@@ -37,7 +37,7 @@ as_pg() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; 
 
 start_server() { # $1 database, prints the URL
   local out="$work/out.$RANDOM"
-  "$bin/store-server" serve --port 0 --database "$1" --password-cost 1000 --quiet >"$out" 2>"$work/err" &
+  "$bin/store-server" serve --port 0 --database "$1" --insecure-password-cost-for-tests --password-cost 1000 --quiet >"$out" 2>"$work/err" &
   echo $! >>"$pidfile"
   for _ in $(seq 1 600); do [[ -s "$out" ]] && break; sleep 0.1; done
   sed 's/^listening on //' "$out" | head -1
@@ -87,7 +87,7 @@ PY
 
 echo "==> store-server load: ${seconds}s per run, signed requests, loopback, 2 cores shared with the generator"
 sqlite="$work/store.sqlite"
-"$bin/store-server" seed --demo --database "$sqlite" --password-cost 1000 >/dev/null
+"$bin/store-server" seed --demo --database "$sqlite" --insecure-password-cost-for-tests --password-cost 1000 >/dev/null
 url=$(start_server "$sqlite")
 scenarios "SQLite, 1 process" "$url" "$sqlite"
 stop_servers
@@ -103,7 +103,7 @@ if [[ -x "$pgbin/initdb" ]]; then
   "$pgbin/createdb" -h 127.0.0.1 -p "$port" -U shopfloor shopfloor
   pg="postgres://shopfloor@127.0.0.1:$port/shopfloor"
   export PATH="$pgbin:$PATH"
-  "$bin/store-server" seed --demo --database "$pg" --password-cost 1000 >/dev/null
+  "$bin/store-server" seed --demo --database "$pg" --insecure-password-cost-for-tests --password-cost 1000 >/dev/null
   url=$(start_server "$pg")
   scenarios "PostgreSQL, 1 process" "$url" "$pg"
   stop_servers

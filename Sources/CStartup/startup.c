@@ -48,8 +48,14 @@ void sf_startup_install(void) {
         fcntl(signal_pipe[1], F_SETFL, fcntl(signal_pipe[1], F_GETFL) | O_NONBLOCK);
     }
     signal(SIGPIPE, SIG_IGN);
-    sigset_t stops;
+    // Both handlers appear at once: a stop signal that comes while the first is installed and
+    // the second not yet waits, blocked, and is delivered to its handler below.
+    sigset_t stops, both, previous_mask;
     sigemptyset(&stops);
+    sigemptyset(&both);
+    sigaddset(&both, SIGINT);
+    sigaddset(&both, SIGTERM);
+    sigprocmask(SIG_BLOCK, &both, &previous_mask);
     const int numbers[2] = {SIGINT, SIGTERM};
     for (int i = 0; i < 2; i++) {
         struct sigaction previous;
@@ -62,7 +68,12 @@ void sf_startup_install(void) {
         sigaddset(&stops, numbers[i]);
     }
     // A re-exec (scan --text) blocks the stop signals first; one that arrived since is
-    // delivered now, to the handler above.
+    // delivered now, to the handler above. A signal left ignored keeps the mask it came with.
+    for (int i = 0; i < 2; i++) {
+        if (!sigismember(&stops, numbers[i]) && !sigismember(&previous_mask, numbers[i])) {
+            sigaddset(&stops, numbers[i]);
+        }
+    }
     sigprocmask(SIG_UNBLOCK, &stops, NULL);
 }
 

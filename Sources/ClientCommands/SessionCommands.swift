@@ -179,6 +179,8 @@ public struct Whoami<App: SuiteClientApp>: AsyncParsableCommand {
                             username: name,
                             displayName: nil,
                             homeStoreID: nil,
+                            role: nil,
+                            storeIDs: nil,
                             server: session.server,
                             offline: true
                         )
@@ -194,6 +196,8 @@ public struct Whoami<App: SuiteClientApp>: AsyncParsableCommand {
                         username: associate.username,
                         displayName: associate.displayName,
                         homeStoreID: associate.homeStoreID,
+                        role: associate.role.rawValue,
+                        storeIDs: associate.storeIDs,
                         server: client.server.description,
                         offline: false
                     )
@@ -201,18 +205,29 @@ public struct Whoami<App: SuiteClientApp>: AsyncParsableCommand {
             }
             var text = "\(associate.username) (\(associate.displayName)) on \(client.server)"
             if let home = associate.homeStoreID { text += ", home store \(home.uuidString)" }
+            text += "; role \(associate.role)"
+            if associate.role.seesEveryStore {
+                text += " (every store)"
+            } else {
+                let count = associate.storeIDs.count
+                let stores = "\(count) store\(count == 1 ? "" : "s")"
+                text += ", \(stores) (`\(App.appName) stores` lists them)"
+            }
             try output.writeOut(TextSafety.terminal(text) + "\n")
         }
     }
 }
 
 /// `whoami --json`, one shape online and offline: the associate's fields as the server
-/// gives them (`displayName` and `homeStoreID` only when known: online), the server, and
+/// gives them (`displayName`, `homeStoreID`, `role` and `storeIDs` only when known: online;
+/// left out otherwise, so the online form decodes as Models' `Associate`), the server, and
 /// whether the answer is the stored session only (`offline`).
 struct WhoamiJSON: Encodable {
     var username: String
     var displayName: String?
     var homeStoreID: UUID?
+    var role: String?
+    var storeIDs: [UUID]?
     var server: String
     var offline: Bool
 }

@@ -14,6 +14,8 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case updateRequired = 5
     /// Offline, and no cached data to answer with.
     case offline = 6
+    /// Not permitted: the signed-in user's role or stores do not allow it (HTTP 403).
+    case notPermitted = 13
     /// Usage error.
     case usage = 64
     /// Sign-in required (nobody signed in, session ended, or sign-in refused).

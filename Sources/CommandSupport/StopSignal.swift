@@ -16,8 +16,10 @@ import Synchronization
 /// and the process exits 130 (SIGINT) or 143 (SIGTERM) as soon as the command returns, or
 /// after ``grace`` (90 ms unless the command allowed more) at the latest, not in the middle
 /// of a write to stdout or stderr unless that write is blocked (``exit(_:)`` waits
-/// ``writeWait`` for it): by default within 100 ms of the signal even while output is stuck
-/// on a full pipe. A second signal exits at once.
+/// ``writeWait`` for it): by default within 100 ms of the signal, and within about
+/// ``writeWait`` while output is stuck on a full pipe (a write that holds the output lock
+/// that long after the signal is taken as blocked, and the grace is not waited out). A
+/// second signal exits at once.
 public enum StopSignal {
     /// How long a stopping command may take to wind down before the process exits anyway,
     /// unless the command allowed more (``allowGrace(_:)``).
@@ -83,6 +85,9 @@ public enum StopSignal {
     /// How long an exit waits for a write to stdout or stderr in progress to finish.
     public static let writeWait: Duration = .milliseconds(10)
 
+    /// How often (ms) the watcher looks at the output lock while a command winds down.
+    private static let stoppingTick: Int32 = 2
+
     /// Ends the process with `status` once no thread is writing to stdout or stderr, so no
     /// line is cut by the exit, but waiting at most ``writeWait``: a write blocked on a full
     /// pipe whose reader does not read never finishes, and must not hold the exit (its line
@@ -115,15 +120,22 @@ public enum StopSignal {
         var first: Int32 = 0
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         var deadline: ContinuousClock.Instant?
+        // Since when a write to stdout or stderr has held the output lock, seen while
+        // stopping: one held for ``writeWait`` is blocked (a full pipe nobody reads), and the
+        // command behind it cannot wind down, so the grace period is not waited out.
+        var writingSince: ContinuousClock.Instant?
         while true {
             var timeout: Int32 = -1
             if let deadline {
                 let left = deadline - .now
                 timeout = max(
                     0,
-                    Int32(
-                        left.components.seconds * 1000 + left.components.attoseconds
-                            / 1_000_000_000_000_000
+                    min(
+                        Self.stoppingTick,
+                        Int32(
+                            left.components.seconds * 1000 + left.components.attoseconds
+                                / 1_000_000_000_000_000
+                        )
                     )
                 )
             }
@@ -133,12 +145,21 @@ public enum StopSignal {
                 if errno == EINTR { continue }
                 return
             }
-            if ready == 0 {
-                // The command did not wind down within the grace period.
-                exit(
+            if ready == 0, let deadline {
+                let status =
                     first == SIGTERM
-                        ? ExitStatus.terminated.rawValue : ExitStatus.interrupted.rawValue
-                )
+                    ? ExitStatus.terminated.rawValue : ExitStatus.interrupted.rawValue
+                // The command did not wind down within the grace period.
+                if ContinuousClock.now >= deadline { exit(status) }
+                let writing = standardStreamsLock.withLockIfAvailable { _ in false } ?? true
+                if !writing {
+                    writingSince = nil
+                } else if let since = writingSince {
+                    if ContinuousClock.now - since >= writeWait { _exit(status) }
+                } else {
+                    writingSince = .now
+                }
+                continue
             }
             var byte: UInt8 = 0
             guard read(fd, &byte, 1) == 1 else { continue }

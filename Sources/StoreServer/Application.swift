@@ -16,6 +16,7 @@ final class ServerContext: Sendable {
     let config: ConfigService
     let idempotency: IdempotencyStore
     let gate: AuthGate
+    let clock: DatabaseClock
     let users: UserRepository
     let limiter: SignInLimiter
     let logger: Logger
@@ -25,7 +26,12 @@ final class ServerContext: Sendable {
     let signIn: SignInService
     let clientConfiguration: ClientConfigurationService
 
-    init(configuration: StoreServerConfiguration, database: StoreDatabase, logger: Logger) {
+    init(
+        configuration: StoreServerConfiguration,
+        database: StoreDatabase,
+        rotationSecret: [UInt8],
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.database = database
         self.logger = logger
@@ -34,11 +40,15 @@ final class ServerContext: Sendable {
         idempotency = IdempotencyStore(database: database)
         users = UserRepository(database: database)
         limiter = SignInLimiter(database: database)
+        clock = DatabaseClock(database: database, local: configuration.localClock)
         gate = AuthGate(
             database: database,
             accessTokenTTL: configuration.accessTokenTTL,
             refreshTokenTTL: configuration.refreshTokenTTL,
+            sessionLifetime: configuration.sessionLifetime,
+            rotationSecret: rotationSecret,
             window: configuration.signatureWindow,
+            clock: clock,
             logger: logger
         )
         customers = CustomerService(repository: repository, config: config)
@@ -79,7 +89,12 @@ final class ServerContext: Sendable {
                 try await repository.isVisible(path, scope: caller.scope)
             }
         )
-        HealthController(database: database, metrics: configuration.metrics).addRoutes(to: routes)
+        HealthController(
+            database: database,
+            metrics: configuration.metrics,
+            separateMetrics: configuration.metricsAddress != nil,
+            proxies: configuration.trustedProxies
+        ).addRoutes(to: routes)
         ClientConfigurationController(service: clientConfiguration).addRoutes(to: routes)
         AuthController(service: signIn).addRoutes(to: routes)
         StoreController(service: catalog).addRoutes(to: routes)
@@ -185,7 +200,13 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
         faults: configuration.faults,
         logger: logger
     )
-    let context = ServerContext(configuration: configuration, database: database, logger: logger)
+    let context = ServerContext(
+        configuration: configuration,
+        database: database,
+        rotationSecret: try await ServerSecrets.value(of: "refresh-rotation", in: database),
+        logger: logger
+    )
+    try await context.clock.synchronize()
     let (router, routes) = context.makeRouter()
     let onListening = configuration.onListening
     let notifier = configuration.notifier
@@ -194,6 +215,17 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
     ]
     if let notifier {
         services.append(SystemdWatchdog(notifier: notifier, database: database, logger: logger))
+    }
+    if let address = configuration.metricsAddress {
+        services.append(
+            MetricsListener.application(
+                address: address,
+                registry: configuration.metrics,
+                idleTimeout: configuration.idleTimeout,
+                onListening: configuration.onMetricsListening,
+                logger: logger
+            )
+        )
     }
     var application = Application(
         router: router,
@@ -247,8 +279,9 @@ struct Housekeeping: Service {
                 return
             }
             do {
-                let now = Date()
-                try await context.gate.purge(now: now)
+                try await context.clock.synchronize()
+                let now = context.clock.now()
+                try await context.gate.purge()
                 try await context.idempotency.purge(olderThan: now - 86_400)
                 try await context.limiter.purge(now: now)
             } catch {
@@ -266,6 +299,8 @@ public final class RunningStoreServer: Sendable {
     public let url: URL
     /// The routes it serves, in the order they were added.
     public let routes: [RegisteredRoute]
+    /// `http://host:port` of the metrics listener, when it has one.
+    public let metricsURL: URL?
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
     private let drainTimeout: Duration
@@ -273,12 +308,14 @@ public final class RunningStoreServer: Sendable {
     private init(
         url: URL,
         routes: [RegisteredRoute],
+        metricsURL: URL?,
         group: ServiceGroup,
         task: Task<Void, any Error>,
         drainTimeout: Duration
     ) {
         self.url = url
         self.routes = routes
+        self.metricsURL = metricsURL
         self.group = group
         self.task = task
         self.drainTimeout = drainTimeout
@@ -300,6 +337,13 @@ public final class RunningStoreServer: Sendable {
             continuation.yield(port)
             continuation.finish()
         }
+        let (metricsStream, metricsContinuation) = AsyncStream<Int>.makeStream()
+        let announceMetrics = configuration.onMetricsListening
+        configuration.onMetricsListening = { host, port in
+            announceMetrics?(host, port)
+            metricsContinuation.yield(port)
+            metricsContinuation.finish()
+        }
         let (application, routes) = try await makeApplication(
             configuration: configuration,
             logger: logger
@@ -315,7 +359,10 @@ public final class RunningStoreServer: Sendable {
         // Unstructured: cancelling whoever started the server must not cut its requests off;
         // stop() drains them.
         let task = Task {
-            defer { continuation.finish() }
+            defer {
+                continuation.finish()
+                metricsContinuation.finish()
+            }
             try await group.run()
         }
         var iterator = stream.makeAsyncIterator()
@@ -323,14 +370,29 @@ public final class RunningStoreServer: Sendable {
             try await task.value
             throw DatabaseError(.unavailable, "the server stopped before it listened")
         }
-        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        var metricsURL: URL?
+        if let address = configuration.metricsAddress {
+            var metricsIterator = metricsStream.makeAsyncIterator()
+            guard let metricsPort = await metricsIterator.next() else {
+                try await task.value
+                throw DatabaseError(.unavailable, "the server stopped before its metrics listened")
+            }
+            metricsURL = URL(string: "http://\(Self.urlHost(address.host)):\(metricsPort)")
+        }
+        let host = Self.urlHost(configuration.host)
         return RunningStoreServer(
             url: URL(string: "http://\(host):\(port)")!,
             routes: routes,
+            metricsURL: metricsURL,
             group: group,
             task: task,
             drainTimeout: configuration.drainTimeout
         )
+    }
+
+    /// `host` as a URL's host (an IPv6 address in brackets).
+    private static func urlHost(_ host: String) -> String {
+        host.contains(":") ? "[\(host)]" : host
     }
 
     /// Stops accepting connections and answers the requests in flight; after the

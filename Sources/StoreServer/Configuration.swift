@@ -1,3 +1,4 @@
+internal import Auth
 public import Foundation
 public import Prometheus
 
@@ -17,8 +18,10 @@ public struct StoreServerConfiguration: Sendable {
     public var accessTokenTTL: TimeInterval = 900
     /// Lifetime of refresh tokens in seconds.
     public var refreshTokenTTL: TimeInterval = 30 * 86_400
-    /// Accepted signature age in seconds (the replay window).
+    /// Accepted signature age in seconds (the replay window, judged by the database's clock).
     public var signatureWindow: Int64 = 300
+    /// The longest a session lasts from its sign-in, refreshes included.
+    public var sessionLifetime: TimeInterval = 30 * 86_400
     /// Connections per event loop to PostgreSQL.
     public var databaseConnections = 4
     /// How long a connection may stay silent (between requests, and while a request's head or
@@ -33,15 +36,42 @@ public struct StoreServerConfiguration: Sendable {
     /// systemd's notify socket (`Type=notify`): `READY=1` once listening, watchdog pings while
     /// the event loops and the database answer. Nil outside systemd.
     public var notifier: SystemdNotifier?
+    /// Where `GET /metrics` is served on a listener of its own (`serve --metrics-port`). Nil:
+    /// on the API's listener, to peers on this machine only that are not a trusted proxy (a
+    /// request a local proxy forwards is a client's, not the machine's).
+    public var metricsAddress: ListenAddress?
+    /// Called once the metrics listener listens, with the address it bound.
+    public var onMetricsListening: (@Sendable (String, Int) -> Void)?
     /// Called once the server listens, with the address it bound (`--port 0`).
     public var onListening: (@Sendable (String, Int) -> Void)?
     /// The proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed.
     public var trustedProxies = TrustedProxies()
     /// Password checks at once: in all, per user name and per client address.
     public var signInHashing = LoadLimiter.Limits(total: 8, perKey: ["user": 2, "address": 4])
+    /// This machine's clock (tests shift it to stand for an instance whose clock is off).
+    var localClock: @Sendable () -> Date = { Date() }
     /// Faults a test injects into the database's statements (never set outside tests).
     var faults: InjectedFaults?
 
     /// The defaults: `127.0.0.1:8080`, `$SHOPFLOOR_HOME/server/store.sqlite`.
     public init() {}
+
+    /// A host and port to listen on (port 0: any free port).
+    public struct ListenAddress: Sendable, Equatable {
+        /// The address to bind.
+        public var host: String
+        /// The port; 0 picks a free one.
+        public var port: Int
+
+        /// `host:port`.
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// The lowest password cost (PBKDF2 iterations) outside tests: Auth's floor. Below it a
+    /// wrong password answers faster than an unknown user, so only tests and benchmarks that
+    /// say so may go lower.
+    public static var minimumPasswordIterations: Int { PasswordHasher.minimumIterations }
 }

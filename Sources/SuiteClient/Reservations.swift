@@ -48,6 +48,9 @@ public struct ReservationQuery: Sendable, Hashable {
     public var statuses: [Reservation.Status]
     /// Only this store.
     public var store: UUID?
+    /// Every store of the server, not only the caller's (`allStores=true`; administrators
+    /// only, others are refused with 403: exit 13).
+    public var allStores: Bool
     /// Page size (1…200; the server's default 50 when nil).
     public var limit: Int?
     /// The previous page's `nextCursor`.
@@ -59,6 +62,7 @@ public struct ReservationQuery: Sendable, Hashable {
         date: String? = nil,
         statuses: [Reservation.Status] = [],
         store: UUID? = nil,
+        allStores: Bool = false,
         limit: Int? = nil,
         cursor: String? = nil
     ) {
@@ -66,6 +70,7 @@ public struct ReservationQuery: Sendable, Hashable {
         self.date = date
         self.statuses = statuses
         self.store = store
+        self.allStores = allStores
         self.limit = limit
         self.cursor = cursor
     }
@@ -80,6 +85,7 @@ public struct ReservationQuery: Sendable, Hashable {
             )
         }
         if let store { items.append(URLQueryItem(name: "store", value: store.uuidString)) }
+        if allStores { items.append(URLQueryItem(name: "allStores", value: "true")) }
         if let limit { items.append(URLQueryItem(name: "limit", value: String(limit))) }
         if let cursor { items.append(URLQueryItem(name: "cursor", value: cursor)) }
         return items

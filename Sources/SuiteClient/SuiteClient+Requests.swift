@@ -234,8 +234,8 @@ extension SuiteClient {
             message = "sign-in required: \(detail) (run `\(configuration.appName) login`)"
         case 403 where problem?.type == ProblemType.featureDisabled: code = .featureDisabled
         case 403:
-            code = .signInRequired
-            message = "not allowed: \(detail)"
+            code = .notPermitted
+            message = "not permitted: \(detail) (your role or stores do not allow it)"
         case 404 where problem != nil: code = .notFound
         case 404:
             // Not the store server's answer (it sends a problem document): a proxy's page.

@@ -24,6 +24,8 @@ public struct SuiteClientError: Error, Sendable, CustomStringConvertible {
         case conflict
         /// A flag turns the action off for the store (`feature-disabled`). Exit 1.
         case featureDisabled
+        /// The signed-in user's role or stores do not allow it (HTTP 403). Exit 13.
+        case notPermitted
         /// Values broke the rules (client-side form check or the server's
         /// `validation-failed`); ``SuiteClientError/fieldErrors`` lists them. Exit 64.
         case validationFailed
@@ -78,6 +80,7 @@ public struct SuiteClientError: Error, Sendable, CustomStringConvertible {
         case .updateRequired: 5
         case .signInRequired: 77
         case .notFound: 3
+        case .notPermitted: 13
         case .validationFailed, .invalidInput: 64
         case .cancelled: 130
         case .conflict, .featureDisabled, .unreadableInput, .rateLimited, .server, .storage: 1

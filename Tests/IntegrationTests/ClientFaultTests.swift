@@ -104,14 +104,22 @@ struct ClientFaultTests {
         let big = String(repeating: "x", count: 1 << 20)
         #expect(try await tool.run("import", "-", stdin: "{\"big\": \"\(big)\"}").status == 0)
         // The reader never reads: the 1 MiB value fills the 64 KiB pipe and the write blocks.
+        // (ChildProcess's own pipes are read to their end, so the pipe is this test's.)
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
         let reader = try await ChildProcess.start(
             SuiteDefaultsTool.binary,
             ["read", "big"],
-            environment: tool.environment
+            environment: tool.environment,
+            stdout: .descriptor(ends[1])
         )
+        close(ends[1])
         let pid = reader.processIdentifier
         let end = Date(timeIntervalSinceNow: 20)
-        while !Self.blockedInWrite(pid), Date() < end { usleep(10_000) }
+        while !Self.blockedInWrite(pid), Date() < end {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         try #require(Self.blockedInWrite(pid), "the write never blocked")
         let (seconds, outcome) = await reader.stop(with: signal, timeout: 10)
         #expect(!outcome.signalled, "\(outcome)")
@@ -156,7 +164,9 @@ struct ClientFaultTests {
     func damagedTokenFile() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-token")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -173,7 +183,9 @@ struct ClientFaultTests {
     func proxyPageKeepsProduct() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "proxy-404")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -203,7 +215,9 @@ struct ClientFaultTests {
     func prefetchFullDisk() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "full-disk")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -242,7 +256,9 @@ struct ClientFaultTests {
     func damagedImageCache() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-index")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }

@@ -74,7 +74,9 @@ struct ClientTrustTests {
     func proxyNeverUsedForLoopback() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-proxy")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let proxy = try RecordingListener()
         let station = try Workstation()
@@ -104,6 +106,50 @@ struct ClientTrustTests {
         #expect(proxy.seen.bytes == 0)
     }
 
+    @Test("An https server with an untrusted certificate is refused with exit 1, not offline")
+    func untrustedCertificate() async throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "trust-tls")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("key.pem").path
+        let certificate = directory.appendingPathComponent("cert.pem").path
+        try await Processes.tool(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out",
+                certificate, "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1",
+            ]
+        )
+        // A self-signed TLS listener that answers any request (openssl's -www status page).
+        let port = 20_000 + Int(getpid() % 20_000)
+        let server = try await ChildProcess.start(
+            URL(fileURLWithPath: "/usr/bin/openssl"),
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key,
+                "-www",
+            ],
+            stdin: .writer,
+            stderr: .discarded
+        )
+        defer { server.signal(SIGKILL) }
+        // "Using default temp DH parameters", then "ACCEPT" once it listens.
+        let ready = await server.line(startingWith: "ACCEPT", timeout: 30)
+        try #require(ready != nil, "openssl s_server did not start")
+        let url = "https://127.0.0.1:\(port)"
+        let station = try Workstation()
+        defer { station.remove() }
+        let run = try await station.run(
+            ["login", "--server", url, "--user", "demo", "--password-stdin"],
+            stdin: Data("shopfloor-demo\n".utf8)
+        )
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.contains("did not prove itself"), "\(run.stderr)")
+        #expect(run.stderr.contains("certificate"), "\(run.stderr)")
+        // Nothing kept to answer with either way: still 1 (untrusted), never 6 (offline).
+        let config = try await station.run(["config", "--server", url])
+        #expect(config.status == 1, "\(config.stderr)")
+    }
+
     @Test(
         "A port squatter run by another user gets no token: refused before anything is sent",
         .enabled(if: geteuid() == 0, "running the squatter as nobody needs root")
@@ -111,7 +157,9 @@ struct ClientTrustTests {
     func squatterGetsNothing() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-squat")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -238,13 +286,41 @@ struct ClientTrustTests {
         #expect(!json.stdout.unicodeScalars.contains { $0.value == 0x9B || $0.value == 0x202E })
     }
 
+    @Test("A barcode holding escape sequences is shown escaped at a terminal, as read in a pipe")
+    func scanEscapesAtTerminal() async throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "trust-scan")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let image = directory.appendingPathComponent("osc.png").path
+        // An OSC 0 title and a C1 CSI (U+009B) in a QR code.
+        let payload = "pwn\u{1B}]0;fake title\u{07}\u{9B}2Jend"
+        try await Processes.tool("qrencode", ["-o", image, "-s", "6", "-8", payload])
+        let scan = CommandRunner.builtBinary("scan").path
+        let terminal = try await CommandRunner.run(
+            URL(fileURLWithPath: "/usr/bin/script"),
+            ["-q", "-e", "-c", "'\(scan)' --quiet '\(image)'", "/dev/null"]
+        )
+        #expect(terminal.status == 0, "\(terminal.stdout)")
+        let bytes = Array(terminal.stdout.utf8)
+        #expect(!bytes.contains(0x1B) && !bytes.contains(0x07), "\(terminal.stdout)")
+        #expect(!terminal.stdout.unicodeScalars.contains { $0.value == 0x9B })
+        #expect(
+            terminal.stdout.contains("QR-Code:pwn\\x1B]0;fake title\\x07"),
+            "\(terminal.stdout)"
+        )
+        // In a pipe the payload is data, byte for byte (zbarimg's form).
+        let piped = try await CommandRunner.run(URL(fileURLWithPath: scan), ["--quiet", image])
+        #expect(piped.stdout == "QR-Code:\(payload)\n")
+    }
+
     @Test(
         "Sign-out removes every suite app's kept server data and says what; --keep-cache keeps it"
     )
     func signOutRemovesKeptData() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-logout")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -262,7 +338,9 @@ struct ClientTrustTests {
             try await station.login(server)
             #expect(try await station.run(["list", "--date", "today", "--json"]).status == 0)
             #expect(try await station.run(["search", "a", "--json"]).status == 0)
-            #expect(try await station.catalog(["prefetch", "--query", "kettle", "--json"]).status == 0)
+            #expect(
+                try await station.catalog(["prefetch", "--query", "kettle", "--json"]).status == 0
+            )
             let before = keptFiles()
             #expect(before.contains { $0.hasPrefix("cache/reservations/") })
             #expect(before.contains { $0.hasPrefix("cache/catalog/") })

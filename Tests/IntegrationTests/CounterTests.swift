@@ -1,5 +1,5 @@
-import CommandSupport
 import ChildProcesses
+import CommandSupport
 import Foundation
 import Models
 import Testing
@@ -96,7 +96,9 @@ struct CounterTests {
     func bookingRules() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-book")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -114,7 +116,9 @@ struct CounterTests {
             #expect(empty.stderr.contains("\(field):"), "\(field) not listed: \(empty.stderr)")
         }
 
-        // Relative times, in Berlin's zone.
+        // Relative times, in Berlin's zone; the second booking finds Ana (same e-mail) on the
+        // server and books for her instead of making a second customer.
+        var customers: [UUID] = []
         for (text, expected) in [
             ("tomorrow 10:00", Self.berlinTime(days: 1, hour: 10)),
             ("tomorrow 9:30", Self.berlinTime(days: 1, hour: 9, minute: 30)),
@@ -129,7 +133,12 @@ struct CounterTests {
             let created = try decode(ReservationDetail.self, run)
             #expect(created.reservation.startsAt == expected, "\(text)")
             #expect(created.reservation.partySize == 2)
+            customers.append(created.customer.id)
+            if customers.count == 2 {
+                #expect(run.stderr.contains("booking for the existing customer"), "\(run.stderr)")
+            }
         }
+        #expect(Set(customers).count == 1)
         let later = try await station.run(
             [
                 "new", "--store", store, "--start", "+3h", "--topic", "Fitting", "--no-input",
@@ -160,7 +169,9 @@ struct CounterTests {
 
         // A bad time in a subcommand: that subcommand's usage, not the top-level one.
         let code = try decode(ReservationDetail.self, later).reservation.confirmationCode
-        let badStart = try await station.run(["reschedule", code.description, "--start", "soon-ish"])
+        let badStart = try await station.run([
+            "reschedule", code.description, "--start", "soon-ish",
+        ])
         #expect(badStart.status == 64)
         #expect(badStart.stderr.contains("Usage: reservations reschedule"), "\(badStart.stderr)")
     }
@@ -169,7 +180,9 @@ struct CounterTests {
     func interactiveBooking() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-tty")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -195,13 +208,39 @@ struct CounterTests {
         #expect(shown.contains("Suit fitting"))
         #expect(shown.contains("Book it? [Y/n]"))
         #expect(shown.contains("booked "), "\(shown)")
+
+        // The same person again (same e-mail), the store by its short name: offered for reuse
+        // and booked for the customer the server found, in one pass with no error.
+        let (again, second) = try await runInTerminal(
+            [
+                CommandRunner.builtBinary("reservations").path, "new", "--store",
+                "berlin-kurfuerstendamm",
+            ],
+            environment: station.environment,
+            answers: [
+                ("Start", ["tomorrow 11:00"]), ("Party", [""]), ("Topic", ["Hemming"]),
+                ("First name", ["Ana"]), ("Last name", ["Weber"]),
+                ("E-mail", ["ana@example.com"]), ("optional", [""]),
+                ("customer already", ["y"]), ("Book it", ["y"]),
+            ]
+        )
+        #expect(again == 0, "\(second)")
+        #expect(second.contains("is a customer already"), "\(second)")
+        #expect(second.contains("booking for the existing customer"), "\(second)")
+        #expect(!second.contains("error:"), "\(second)")
+        let listed = try await station.run(["search", "ana@example.com", "--json"])
+        let found = try decode(Page<ReservationDetail>.self, listed).items
+        #expect(found.count == 2)
+        #expect(Set(found.map(\.customer.id)).count == 1, "two customers for one person")
     }
 
     @Test("Tables fit the terminal, omit what the query fixes; the next page is a ready command")
     func reading() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-read")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -221,7 +260,16 @@ struct CounterTests {
         let table = lines.filter { !$0.hasPrefix("next page:") && !$0.hasPrefix("notice") }
         #expect(table.allSatisfy { DisplayWidth.of($0) <= 60 }, "\(screen)")
         #expect(table.first?.contains("STORE") == false, "\(screen)")
-        #expect(table.first?.contains("CUSTOMER") == true, "\(screen)")
+        // The code and the time stay whole; text columns give way (`CUST…`).
+        #expect(table.first?.contains("WHEN (store time)") == true, "\(screen)")
+        #expect(table.first?.contains("CUST") == true, "\(screen)")
+        #expect(
+            table.dropFirst().allSatisfy {
+                $0.split(separator: " ").first.map { (try? ConfirmationCode(String($0))) != nil }
+                    ?? false
+            },
+            "\(screen)"
+        )
         let next = try #require(lines.first { $0.hasPrefix("next page: ") }, "\(screen)")
         #expect(next.contains("--cursor"))
         // The printed command runs as it is (here with --json, which a shell would add).
@@ -238,7 +286,9 @@ struct CounterTests {
     func nationalPhone() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "counter-phone")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(database: directory.appendingPathComponent("s.sqlite"))
+        let server = try await StoreServerProcess(
+            database: directory.appendingPathComponent("s.sqlite")
+        )
         defer { server.terminate() }
         let station = try Workstation()
         defer { station.remove() }

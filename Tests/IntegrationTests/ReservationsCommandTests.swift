@@ -479,6 +479,23 @@ struct ReservationsCommandTests {
         let search = try await station.run(["search", one.customer.familyName, "--json"])
         #expect(search.status == 0, "\(search.stderr)")
         #expect(try decode(Page<ReservationDetail>.self, search).items.contains { $0.id == one.id })
+        // Each says what it is, in words and in the JSON's `offline` field: the same query's
+        // saved answer, or a partial list from kept data (this search was never saved).
+        struct Offline: Decodable {
+            struct Fact: Decodable {
+                var kind: String
+                var count: Int?
+                var savedAt: Date?
+            }
+            var offline: Fact?
+        }
+        let saved = try decode(Offline.self, again).offline
+        #expect(saved?.kind == "saved" && saved?.savedAt != nil)
+        let partial = try decode(Offline.self, search).offline
+        #expect(partial?.kind == "partial", "\(search.stdout)")
+        #expect((partial?.count ?? 0) >= 1)
+        #expect(search.stderr.contains("PARTIAL list"), "\(search.stderr)")
+        #expect(!again.stderr.contains("PARTIAL"), "\(again.stderr)")
         #expect(try await station.run(["show", other.id.uuidString]).status == 0)
 
         let (unknown, unknownSeconds) = try await station.timed(["show", "0000-0000"])

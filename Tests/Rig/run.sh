@@ -166,7 +166,7 @@ t_installed_openapi() {
   # From a directory with no build products or resource bundle beside the binary.
   local prefix=$work/prefix home=$work/openapi-home out=$work/openapi.out
   mkdir -p "$home"
-  SHOPFLOOR_HOME=$home "$prefix/usr/bin/store-server" serve --port 0 --password-cost 1000 \
+  SHOPFLOOR_HOME=$home "$prefix/usr/bin/store-server" serve --port 0 --insecure-password-cost-for-tests --password-cost 1000 \
     --database "$home/store.sqlite" >"$out" 2>"$work/openapi.err" </dev/null &
   local pid=$! port=
   for _ in $(seq 1 300); do
@@ -230,7 +230,7 @@ t_notify() {
   local listener=$!
   for _ in $(seq 1 100); do grep -q listening "$dir/listener.out" && break; sleep 0.05; done
   NOTIFY_SOCKET=$dir/notify WATCHDOG_USEC=1000000 SHOPFLOOR_HOME=$dir "$bin/store-server" serve \
-    --port 0 --password-cost 1000 --database "$dir/store.sqlite" >"$dir/out" 2>"$dir/err" </dev/null &
+    --port 0 --insecure-password-cost-for-tests --password-cost 1000 --database "$dir/store.sqlite" >"$dir/out" 2>"$dir/err" </dev/null &
   local server=$!
   # Counted from READY=1: a debug build on a busy machine takes its time to start.
   for _ in $(seq 1 600); do grep -q READY=1 "$dir/notify.log" && break; sleep 0.1; done
@@ -254,7 +254,7 @@ t_notify() {
   listener=$!
   for _ in $(seq 1 100); do grep -q listening "$dir/listener.out" && break; sleep 0.05; done
   NOTIFY_SOCKET=$dir/notify WATCHDOG_USEC=1000000 WATCHDOG_PID=1 SHOPFLOOR_HOME=$dir "$bin/store-server" serve \
-    --port 0 --password-cost 1000 --database "$dir/store.sqlite" >"$dir/out" 2>"$dir/err" </dev/null &
+    --port 0 --insecure-password-cost-for-tests --password-cost 1000 --database "$dir/store.sqlite" >"$dir/out" 2>"$dir/err" </dev/null &
   server=$!
   for _ in $(seq 1 600); do grep -q READY=1 "$dir/notify.log" && break; sleep 0.1; done
   sleep 1.6
@@ -289,7 +289,7 @@ t_database_modes() {
   mkdir -p "$dir"
   (
     umask 022
-    SHOPFLOOR_HOME=$dir/home "$bin/store-server" serve --port 0 --password-cost 1000 --demo-data \
+    SHOPFLOOR_HOME=$dir/home "$bin/store-server" serve --port 0 --insecure-password-cost-for-tests --password-cost 1000 --demo-data \
       >"$dir/out" 2>"$dir/err" </dev/null &
     server=$!
     for _ in $(seq 1 600); do grep -q "listening on" "$dir/out" && break; sleep 0.1; done

@@ -905,6 +905,49 @@ struct APITests {
             #expect(text.contains("store_server_request_duration_seconds"))
         }
     }
+
+    @Test(
+        "/metrics on a listener of its own is served there only; on the API's listener never to what a trusted proxy forwards",
+        arguments: DatabaseKind.allCases
+    )
+    func metricsListener(kind: DatabaseKind) async throws {
+        let separate = try await TestServer.start(kind, metricsPort: 0)
+        do {
+            let metricsURL = try #require(separate.server.metricsURL)
+            #expect(metricsURL.port != separate.url.port)
+            let api = try await PlainHTTP.send(
+                "GET",
+                separate.url.appendingPathComponent("metrics")
+            )
+            #expect(api.status == 404, "the API's listener keeps the numbers to itself")
+            let page = try await PlainHTTP.send("GET", metricsURL.appendingPathComponent("metrics"))
+            #expect(page.status == 200)
+            #expect(page.text.contains("store_server_responses_total"))
+            let other = try await PlainHTTP.send(
+                "GET",
+                metricsURL.appendingPathComponent("v1/stores")
+            )
+            #expect(other.status == 404, "the metrics listener serves nothing else")
+        } catch {
+            await separate.stop()
+            throw error
+        }
+        await separate.stop()
+        // One listener behind a proxy on this machine: its requests are clients', not ours.
+        let proxied = try await TestServer.start(kind, trustedProxies: ["127.0.0.1/32"])
+        do {
+            let reply = try await PlainHTTP.send(
+                "GET",
+                proxied.url.appendingPathComponent("metrics"),
+                headers: ["X-Forwarded-For": "203.0.113.5"]
+            )
+            #expect(reply.status == 404)
+        } catch {
+            await proxied.stop()
+            throw error
+        }
+        await proxied.stop()
+    }
 }
 
 extension Date {

@@ -517,6 +517,7 @@ struct ProblemMappingTests {
             (400, ProblemType.badRequest, SuiteClientError.Code.invalidInput, Int32(64)),
             (401, "https://shopfloor.dev/problems/auth/invalid-token", .signInRequired, 77),
             (403, ProblemType.featureDisabled, .featureDisabled, 1),
+            (403, ProblemType.forbidden, .notPermitted, 13),
             (404, ProblemType.notFound, .notFound, 3),
             (409, ProblemType.invalidTransition, .conflict, 1),
             (412, ProblemType.versionMismatch, .conflict, 1),
@@ -590,6 +591,7 @@ struct AuthErrorMappingTests {
             (.deadlineExceeded, .offline, 6, "connection"),
             (.cancelled, .cancelled, 130, "connection"),
             (.tokenStore, .storage, 1, "connection"),
+            (.untrustedServer, .server, 1, "connection"),
         ]
     )
     func mapping(auth: AuthError.Code, code: SuiteClientError.Code, exit: Int32, names: String) {

@@ -31,7 +31,7 @@ client_launch_cleanup() {
 # $url) and signs APP in as the demo user.
 client_launch_serve() {
   "$bin/store-server" serve --port 0 --demo-data --database "$work/store.sqlite" \
-    --password-cost 1000 >"$work/server.out" 2>"$work/server.log" &
+    --insecure-password-cost-for-tests --password-cost 1000 >"$work/server.out" 2>"$work/server.log" &
   server_pid=$!
   url=
   for _ in $(seq 1 1200); do

@@ -25,30 +25,40 @@ final class AuthGate: Sendable {
     let sessions: SQLSessionStore
     let nonces: SQLNonceStore
     let logger: Logger
+    /// The database's clock: the replay window, nonce expiry and token lifetimes are judged
+    /// by it on every instance.
+    let clock: DatabaseClock
 
     init(
         database: StoreDatabase,
         accessTokenTTL: TimeInterval,
         refreshTokenTTL: TimeInterval,
+        sessionLifetime: TimeInterval,
+        rotationSecret: [UInt8],
         window: Int64,
+        clock: DatabaseClock,
         logger: Logger
     ) {
         self.logger = logger
+        self.clock = clock
         sessions = SQLSessionStore(database: database)
         nonces = SQLNonceStore(database: database)
         issuer = TokenIssuer(
             store: sessions,
             accessTokenLifetime: accessTokenTTL,
             refreshTokenLifetime: refreshTokenTTL,
+            sessionLifetime: sessionLifetime,
+            rotationSecret: rotationSecret,
             logger: logger
         )
         verifier = SignatureVerifier(window: window, store: nonces, logger: logger)
     }
 
     /// Checks the bearer token and the signature of `request` over `body`.
-    func authenticate(_ request: Request, body: [UInt8], scheme: String, now: Date = Date())
-        async throws(APIError) -> SignedIn
+    func authenticate(_ request: Request, body: [UInt8], scheme: String) async throws(APIError)
+        -> SignedIn
     {
+        let now = clock.now()
         let session: AuthSession
         do {
             session = try await issuer.authenticate(
@@ -96,7 +106,8 @@ final class AuthGate: Sendable {
     }
 
     /// Opens a session for a user whose password was checked.
-    func issue(subject: String, now: Date = Date()) async throws(APIError) -> TokenResponse {
+    func issue(subject: String) async throws(APIError) -> TokenResponse {
+        let now = clock.now()
         do {
             return try await issuer.issue(subject: subject, now: now)
         } catch {
@@ -105,7 +116,8 @@ final class AuthGate: Sendable {
     }
 
     /// Exchanges a refresh token.
-    func refresh(_ token: String, now: Date = Date()) async throws(APIError) -> TokenResponse {
+    func refresh(_ token: String) async throws(APIError) -> TokenResponse {
+        let now = clock.now()
         do {
             return try await issuer.refresh(refreshToken: token, now: now)
         } catch {
@@ -118,7 +130,8 @@ final class AuthGate: Sendable {
 
     /// Revokes the session of `token` if it belongs to `subject` (RFC 7009: a client revokes
     /// its own tokens; others are ignored like unknown ones).
-    func revoke(token: String, subject: String, now: Date = Date()) async throws {
+    func revoke(token: String, subject: String) async throws {
+        let now = clock.now()
         guard let record = try await sessions.token(digest: TokenIssuer.digest(token)),
             let session = try await sessions.session(id: record.sessionID),
             session.subject == subject
@@ -127,8 +140,9 @@ final class AuthGate: Sendable {
         logger.info("session revoked", metadata: ["session": "\(session.id)"])
     }
 
-    /// Drops expired nonces and tokens.
-    func purge(now: Date) async throws {
+    /// Drops expired nonces and tokens (by the database's clock).
+    func purge() async throws {
+        let now = clock.now()
         try await nonces.purge(now: Int64(now.timeIntervalSince1970))
         try await sessions.purge(expiredBefore: now)
     }

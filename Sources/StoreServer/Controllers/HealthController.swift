@@ -10,6 +10,10 @@ struct HealthController {
     let database: StoreDatabase
     /// The registry the executable routed swift-metrics to; nil renders an empty page.
     let metrics: PrometheusCollectorRegistry?
+    /// Whether `/metrics` has a listener of its own (then this one answers 404).
+    let separateMetrics: Bool
+    /// Proxies whose requests are forwarded clients', never the machine's own.
+    let proxies: TrustedProxies
 
     func addRoutes(to routes: RouteGroups) {
         routes.open.get("/health", use: health)
@@ -31,14 +35,14 @@ struct HealthController {
     @Sendable func metricsText(_ request: Request, context: StoreRequestContext) async throws
         -> Response
     {
-        // Operators' numbers: only for the machine itself (and what runs on it, a scraper).
-        guard Self.isLoopback(context.peerAddress) else {
+        // Operators' numbers: on their own listener, else only for the machine itself (a
+        // scraper on it), never for what a local proxy forwards.
+        guard !separateMetrics, Self.isLoopback(context.peerAddress),
+            !proxies.trusts(context.peerAddress)
+        else {
             throw APIError.notFound("no route GET /metrics")
         }
-        return Reply.bytes(
-            metrics.map { Data($0.emitToBuffer()) } ?? Data(),
-            contentType: "text/plain; version=0.0.4; charset=utf-8"
-        )
+        return MetricsListener.page(metrics)
     }
 
     /// Whether `address` is the machine itself (127.0.0.0/8, ::1, or IPv4 on IPv6).

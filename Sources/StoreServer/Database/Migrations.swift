@@ -170,6 +170,11 @@ enum Migrations {
                 "DROP TABLE signin_failures",
             ]
         ),
+        Migration(
+            version: 202,
+            name: "server secrets shared by every instance",
+            statements: ["CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)"]
+        ),
     ]
 
     /// The newest schema version this server knows.

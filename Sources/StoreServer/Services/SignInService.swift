@@ -23,11 +23,11 @@ struct SignInService: Sendable {
     /// Checks `password` and opens a session.
     /// - Throws: a 429 (or 503) with `Retry-After` while the user name or `address` has too many
     ///   attempts at once or too many failures, a 401 for a wrong user name or password.
-    func signIn(username: String, password: String, address: String, now: Date = Date())
+    func signIn(username: String, password: String, address: String, now: Date? = nil)
         async throws -> TokenResponse
     {
-        let logged: Logger.MetadataValue =
-            Associate.isValidUsername(username) ? .string(username) : "(not a user name)"
+        // The database's clock: every instance counts failures in the same windows.
+        let now = now ?? gate.clock.now()
         do {
             return try await hashing.withPermit(
                 for: ["user": username.lowercased(), "address": address]
@@ -47,7 +47,15 @@ struct SignInService: Sendable {
                 }
                 guard let user, matches else {
                     try await limiter.finish(attempt, succeeded: false, now: now)
-                    logger.notice("sign-in refused", metadata: ["username": logged])
+                    // Only a user that exists is named: what was typed into the user-name
+                    // field may be a password, or a line break that forges a log line.
+                    logger.notice(
+                        "sign-in refused",
+                        metadata: [
+                            "username": user.map { .string($0.associate.username) }
+                                ?? "(unknown user)"
+                        ]
+                    )
                     throw APIError.auth(
                         ProblemDetails(
                             type: AuthProblemType.invalidCredentials,
@@ -64,12 +72,12 @@ struct SignInService: Sendable {
                     }
                     _ = try await users.setPasswordHash(user.associate.username, rehashed, now: now)
                 }
-                return try await gate.issue(subject: user.associate.username, now: now)
+                return try await gate.issue(subject: user.associate.username)
             }
         } catch let refusal as LoadLimiter.Refusal {
             logger.notice(
                 "sign-in refused: \(refusal)",
-                metadata: ["username": logged, "address": .string(address)]
+                metadata: ["address": .string(address)]
             )
             throw APIError(
                 APIProblem(
@@ -96,8 +104,8 @@ struct SignInService: Sendable {
     }
 
     /// Exchanges a refresh token for new tokens.
-    func refresh(_ token: String, now: Date = Date()) async throws -> TokenResponse {
-        try await gate.refresh(token, now: now)
+    func refresh(_ token: String) async throws -> TokenResponse {
+        try await gate.refresh(token)
     }
 
     /// Revokes the session of `token` when it is the caller's (RFC 7009: others are ignored).

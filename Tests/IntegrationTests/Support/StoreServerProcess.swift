@@ -31,7 +31,8 @@ final class StoreServerProcess: Sendable {
             CommandRunner.builtBinary("store-server"),
             [
                 "serve", "--port", String(port), "--demo-data", "--database", database.path,
-                "--password-cost", String(DemoDatabase.passwordCost),
+                "--insecure-password-cost-for-tests", "--password-cost",
+                String(DemoDatabase.passwordCost),
             ],
             environment: environment,
             stdout: .pipe,
@@ -92,7 +93,10 @@ enum DemoDatabase {
         for step in [["migrate"], ["seed", "--demo"]] {
             let outcome = try await CommandRunner.run(
                 CommandRunner.builtBinary("store-server"),
-                step + ["--database", file.path, "--password-cost", String(passwordCost)],
+                step + [
+                    "--database", file.path, "--insecure-password-cost-for-tests",
+                    "--password-cost", String(passwordCost),
+                ],
                 environment: environment
             )
             guard outcome.status == 0, !outcome.signalled else {

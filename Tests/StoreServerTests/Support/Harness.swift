@@ -151,7 +151,11 @@ struct TestServer: Sendable {
         idleTimeout: Duration = .seconds(30),
         drainTimeout: Duration = .seconds(10),
         passwordIterations: Int = testPasswordCost,
-        trustedProxies: [String] = []
+        trustedProxies: [String] = [],
+        sessionLifetime: TimeInterval = 30 * 86_400,
+        clockShift: TimeInterval = 0,
+        metricsPort: Int? = nil,
+        logger: Logger = TestDatabases.logger
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
         if let location {
@@ -170,11 +174,14 @@ struct TestServer: Sendable {
         configuration.accessTokenTTL = accessTokenTTL
         configuration.metrics = TestMetrics.registry
         configuration.faults = faults
+        configuration.sessionLifetime = sessionLifetime
+        configuration.localClock = { Date() + clockShift }
         configuration.idleTimeout = idleTimeout
         configuration.drainTimeout = drainTimeout
+        configuration.metricsAddress = metricsPort.map { .init(host: "127.0.0.1", port: $0) }
         let server = try await RunningStoreServer.start(
             configuration: configuration,
-            logger: TestDatabases.logger
+            logger: logger
         )
         return TestServer(server: server, location: location)
     }
@@ -322,7 +329,8 @@ final class ServerProcess: Sendable {
         child = try await ChildProcess.start(
             Self.binary,
             [
-                "serve", "--port", String(port), "--database", database, "--password-cost",
+                "serve", "--port", String(port), "--database", database,
+                "--insecure-password-cost-for-tests", "--password-cost",
                 String(testPasswordCost),
             ] + (quiet ? ["--quiet"] : []) + extra
         )

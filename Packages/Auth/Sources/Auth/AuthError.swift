@@ -35,7 +35,8 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         /// A stored password hash cannot be read.
         case invalidPasswordHash
         /// The server did not prove itself: a plain-http listener on this machine that
-        /// belongs to another user (a squatter on the server's port). Nothing was sent.
+        /// belongs to another user (a squatter on the server's port), or an https server
+        /// whose certificate is not trusted. Nothing was sent. Apps exit 1, not "offline".
         case untrustedServer
     }
 

@@ -200,9 +200,51 @@ final class CallState: Sendable {
         }
     }
 
+    /// What a TLS failure says about the server's certificate, or nil for any other error:
+    /// NSURLErrorDomain's -1200…-1206, or (as FoundationNetworking on Linux reports libcurl's
+    /// verification failures) NSURLErrorUnknown with curl's `SSL certificate problem: …` or
+    /// `SSL: … certificate …` text, said as curl says it.
+    static func trustFailure(_ error: NSError) -> String? {
+        guard error.domain == NSURLErrorDomain else { return nil }
+        if error.code == NSURLErrorUnknown {
+            let text = error.localizedDescription
+            guard
+                text.hasPrefix("SSL certificate problem") || text.hasPrefix("SSL peer certificate")
+                    || (text.hasPrefix("SSL: ") && text.contains("certificate"))
+            else { return nil }
+            return "its TLS certificate is not trusted (\(text.prefix(200)))"
+        }
+        return switch error.code {
+        case NSURLErrorServerCertificateUntrusted:
+            "its TLS certificate is not trusted (self-signed, or signed by an unknown authority)"
+        case NSURLErrorServerCertificateHasUnknownRoot:
+            "its TLS certificate chains to an unknown root"
+        case NSURLErrorServerCertificateHasBadDate: "its TLS certificate has expired"
+        case NSURLErrorServerCertificateNotYetValid: "its TLS certificate is not yet valid"
+        case NSURLErrorSecureConnectionFailed: "the TLS handshake failed"
+        case NSURLErrorClientCertificateRejected, NSURLErrorClientCertificateRequired:
+            "it asks for a client certificate"
+        default: nil
+        }
+    }
+
     func complete(response: URLResponse?, error: (any Error)?, path: String) {
         if let error {
             let nsError = error as NSError
+            if let reason = Self.trustFailure(nsError) {
+                // Not "offline": the server answered and failed to prove itself; retrying
+                // or answering from kept data would hide it.
+                finish(
+                    .failure(
+                        AuthError(
+                            .untrustedServer,
+                            "the server did not prove itself: \(reason); nothing was sent",
+                            cause: TransportFailure(domain: nsError.domain, code: nsError.code)
+                        )
+                    )
+                )
+                return
+            }
             let message = "request to \(path) failed: \(nsError.localizedDescription)"
             finish(
                 .failure(

@@ -207,10 +207,13 @@ public struct TokenRejection: Error, Sendable, CustomStringConvertible {
 /// refresh token: the first exchange of a current token wins the store's compare-and-set
 /// (``SessionStore/markRotated(digest:at:)``) and gets a new pair for the same session and
 /// key. The same token presented again within ``rotationGrace`` of its rotation (the client
-/// lost the answer, or two of its processes raced) gets another new pair; presented after
-/// the grace, it is a stolen copy or a replay, and the whole session is revoked (RFC 9700
-/// §4.14.2) so neither the thief nor the first user can go on with it. Access tokens stay
-/// valid until they expire or their session is revoked.
+/// lost the answer, or two of its processes raced) gets a pair again: with a
+/// ``rotationSecret`` the very same successor pair (derived from the token with the server's
+/// secret, so no second chain is forked), without one a new pair. Presented after the grace,
+/// it is a stolen copy or a replay, and the whole session is revoked (RFC 9700 §4.14.2) so
+/// neither the thief nor the first user can go on with it. Access tokens stay valid until they
+/// expire or their session is revoked; with a ``sessionLifetime`` no token of a session
+/// outlives it, however often it is refreshed.
 ///
 /// Store failures become ``TokenRejection/Reason/unavailable`` (answer 503), never a refusal.
 public final class TokenIssuer: Sendable {
@@ -224,6 +227,10 @@ public final class TokenIssuer: Sendable {
     public let rotationGrace: TimeInterval
     /// Expired records are purged from the store after this many issued token pairs.
     public let purgeInterval: Int
+    /// The longest a session lasts from its sign-in, refreshes included (nil: no limit).
+    public let sessionLifetime: TimeInterval?
+    /// The server's secret that derives a refresh token's successor pair (nil: random pairs).
+    let rotationSecret: SymmetricKey?
     private let logger: Logger
     private let issuedSincePurge = Mutex(0)
 
@@ -235,6 +242,10 @@ public final class TokenIssuer: Sendable {
     ///   - rotationGrace: seconds a rotated refresh token is still accepted (default 30).
     ///   - purgeInterval: issued pairs between two ``SessionStore/purge(expiredBefore:)``
     ///     calls (default 1,024).
+    ///   - sessionLifetime: seconds a session lasts from its sign-in (default: no limit).
+    ///   - rotationSecret: at least 32 bytes the server keeps to itself (shared by every
+    ///     instance); with it a refresh token exchanged twice within the grace yields the same
+    ///     successor pair (default: none, a new pair).
     ///   - logger: session events at `info`, refusals at `notice`, reuse at `warning`; session
     ///     ids and subjects only, never a token.
     public init(
@@ -243,9 +254,13 @@ public final class TokenIssuer: Sendable {
         refreshTokenLifetime: TimeInterval = 30 * 86_400,
         rotationGrace: TimeInterval = 30,
         purgeInterval: Int = 1_024,
+        sessionLifetime: TimeInterval? = nil,
+        rotationSecret: [UInt8]? = nil,
         logger: Logger
     ) {
         self.store = store
+        self.sessionLifetime = sessionLifetime
+        self.rotationSecret = rotationSecret.map { SymmetricKey(data: $0) }
         self.accessTokenLifetime = accessTokenLifetime
         self.refreshTokenLifetime = refreshTokenLifetime
         self.rotationGrace = max(0, rotationGrace)
@@ -266,7 +281,7 @@ public final class TokenIssuer: Sendable {
             signingKey: key,
             createdAt: now
         )
-        let (response, records) = makeTokens(sessionID: sessionID, key: key, now: now)
+        let (response, records) = makeTokens(session: session, now: now)
         try await call { try await store.insert(session: session, tokens: records) }
         logger.info(
             "session opened",
@@ -307,6 +322,7 @@ public final class TokenIssuer: Sendable {
         guard let session = try await call({ try await store.session(id: record.sessionID) }),
             session.revokedAt == nil
         else { throw TokenRejection(reason: .revoked) }
+        guard isAlive(session, now: now) else { throw TokenRejection(reason: .expired) }
         let rotatedAt = try await call { try await store.markRotated(digest: digest, at: now) }
         let sinceRotation = now.timeIntervalSince(rotatedAt)
         if sinceRotation > rotationGrace {
@@ -322,18 +338,74 @@ public final class TokenIssuer: Sendable {
         }
         if sinceRotation > 0 {
             logger.notice(
-                "rotated refresh token presented again within the grace period: new pair issued",
+                "rotated refresh token presented again within the grace period: pair issued again",
                 metadata: ["session": "\(session.id)"]
             )
         }
-        let (response, records) = makeTokens(
-            sessionID: session.id,
-            key: session.signingKey,
-            now: now
+        guard let rotationSecret else {
+            let (response, records) = makeTokens(session: session, now: now)
+            try await call { try await store.insert(tokens: records) }
+            await purgeIfDue(now: now)
+            return response
+        }
+        // The successor pair is the token's, whoever asks within the grace: one chain only.
+        let successor = (
+            access: Self.derive(rotationSecret, "access", refreshToken),
+            refresh: Self.derive(rotationSecret, "refresh", refreshToken)
         )
-        try await call { try await store.insert(tokens: records) }
+        if let response = try await existingPair(successor, session: session, now: now) {
+            return response
+        }
+        let (response, records) = makeTokens(session: session, now: now, tokens: successor)
+        do {
+            try await store.insert(tokens: records)
+        } catch {
+            // Another exchange of the same token stored the pair first.
+            if let response = try await existingPair(successor, session: session, now: now) {
+                return response
+            }
+            logger.error("session store failed", metadata: ["error": "\(type(of: error))"])
+            throw TokenRejection(reason: .unavailable, cause: error)
+        }
         await purgeIfDue(now: now)
         return response
+    }
+
+    /// The answer for a successor pair already stored, or nil.
+    private func existingPair(
+        _ tokens: (access: String, refresh: String),
+        session: SessionRecord,
+        now: Date
+    ) async throws(TokenRejection) -> TokenResponse? {
+        guard
+            let access = try await call({
+                try await store.token(digest: Self.digest(tokens.access))
+            })
+        else { return nil }
+        return TokenResponse(
+            accessToken: tokens.access,
+            refreshToken: tokens.refresh,
+            expiresIn: max(0, Int(access.expiresAt.timeIntervalSince(now))),
+            tokenType: "Bearer",
+            signingKeyID: session.signingKey.id,
+            signingKey: session.signingKey.secretBase64
+        )
+    }
+
+    /// Whether `session` is within its absolute lifetime at `now`.
+    private func isAlive(_ session: SessionRecord, now: Date) -> Bool {
+        guard let sessionLifetime else { return true }
+        return now < session.createdAt + sessionLifetime
+    }
+
+    /// A token derived from `input` with the server's secret: 32 bytes, base64url.
+    static func derive(_ secret: SymmetricKey, _ purpose: String, _ input: String) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Array("\(purpose)|\(input)".utf8),
+            using: secret
+        )
+        let text = mac.withUnsafeBytes { Base64.encode($0) }
+        return String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 }.filter { $0 != "=" })
     }
 
     /// Checks an `Authorization` header value (`Bearer <token>`).
@@ -361,6 +433,7 @@ public final class TokenIssuer: Sendable {
         guard let session = try await call({ try await store.session(id: record.sessionID) }),
             session.revokedAt == nil
         else { throw TokenRejection(reason: .revoked) }
+        guard isAlive(session, now: now) else { throw TokenRejection(reason: .expired) }
         return AuthSession(
             id: session.id,
             subject: session.subject,
@@ -413,29 +486,35 @@ public final class TokenIssuer: Sendable {
         }
     }
 
-    private func makeTokens(sessionID: String, key: SigningKey, now: Date) -> (
-        TokenResponse, [TokenRecord]
-    ) {
-        let access = Self.randomToken(bytes: 32)
-        let refresh = Self.randomToken(bytes: 32)
+    /// A token pair for `session` (random unless given), no token outliving the session.
+    private func makeTokens(
+        session: SessionRecord,
+        now: Date,
+        tokens: (access: String, refresh: String)? = nil
+    ) -> (TokenResponse, [TokenRecord]) {
+        let access = tokens?.access ?? Self.randomToken(bytes: 32)
+        let refresh = tokens?.refresh ?? Self.randomToken(bytes: 32)
+        let end = sessionLifetime.map { session.createdAt + $0 } ?? .distantFuture
+        let accessExpiry = min(now + accessTokenLifetime, end)
+        let key = session.signingKey
         let records = [
             TokenRecord(
                 digest: Self.digest(access),
-                sessionID: sessionID,
+                sessionID: session.id,
                 kind: .access,
-                expiresAt: now + accessTokenLifetime
+                expiresAt: accessExpiry
             ),
             TokenRecord(
                 digest: Self.digest(refresh),
-                sessionID: sessionID,
+                sessionID: session.id,
                 kind: .refresh,
-                expiresAt: now + refreshTokenLifetime
+                expiresAt: min(now + refreshTokenLifetime, end)
             ),
         ]
         let response = TokenResponse(
             accessToken: access,
             refreshToken: refresh,
-            expiresIn: Int(accessTokenLifetime),
+            expiresIn: max(0, Int(accessExpiry.timeIntervalSince(now).rounded(.down))),
             tokenType: "Bearer",
             signingKeyID: key.id,
             signingKey: key.secretBase64

@@ -399,6 +399,60 @@ struct ServerPieceTests {
         )
     }
 
+    @Test(
+        "with a rotation secret a refresh token exchanged again within the grace gets the same pair: one chain, never two"
+    )
+    func idempotentRotation() async throws {
+        let store = InMemorySessionStore()
+        let issuer = TokenIssuer(
+            store: store,
+            rotationGrace: 30,
+            rotationSecret: Array(repeating: 7, count: 32),
+            logger: quietLogger
+        )
+        let now = Date()
+        let first = try await issuer.issue(subject: "ana", now: now)
+        let lost = try await issuer.refresh(refreshToken: first.refreshToken, now: now + 1)
+        let again = try await issuer.refresh(refreshToken: first.refreshToken, now: now + 21)
+        #expect(again.refreshToken == lost.refreshToken && again.accessToken == lost.accessToken)
+        #expect(again.expiresIn == lost.expiresIn - 20)
+        let racing = await withTaskGroup(of: String?.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    try? await issuer.refresh(refreshToken: lost.refreshToken, now: now + 40)
+                        .refreshToken
+                }
+            }
+            return await group.reduce(into: Set<String?>()) { $0.insert($1) }
+        }
+        #expect(racing.count == 1 && racing.first! != nil)
+        // A different issuer secret (another deployment) derives other tokens.
+        let other = TokenIssuer(rotationSecret: Array(repeating: 8, count: 32), logger: quietLogger)
+        let theirs = try await other.issue(subject: "ana", now: now)
+        let theirNext = try await other.refresh(refreshToken: theirs.refreshToken, now: now + 1)
+        #expect(theirNext.refreshToken != theirs.refreshToken)
+    }
+
+    @Test("no token outlives its session's absolute lifetime, however often it is refreshed")
+    func absoluteLifetime() async throws {
+        let issuer = TokenIssuer(accessTokenLifetime: 60, sessionLifetime: 100, logger: quietLogger)
+        let now = Date()
+        let first = try await issuer.issue(subject: "ana", now: now)
+        let second = try await issuer.refresh(refreshToken: first.refreshToken, now: now + 50)
+        #expect(second.expiresIn == 50)
+        #expect(
+            try await issuer.authenticate(accessToken: second.accessToken, now: now + 99).subject
+                == "ana"
+        )
+        let late = await #expect(throws: TokenRejection.self) {
+            try await issuer.refresh(refreshToken: second.refreshToken, now: now + 101)
+        }
+        #expect(late?.reason == .expired)
+        await #expect(throws: TokenRejection.self) {
+            try await issuer.authenticate(accessToken: second.accessToken, now: now + 101)
+        }
+    }
+
     @Test("reuse of a rotated refresh token after the grace revokes the whole session chain")
     func reuseRevokesChain() async throws {
         let issuer = TokenIssuer(rotationGrace: 30, logger: quietLogger)

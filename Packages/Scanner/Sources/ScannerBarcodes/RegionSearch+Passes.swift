@@ -1,0 +1,338 @@
+import Foundation
+import Logging
+import ScannerImages
+
+/// The passes run on one region: the cascade of variants, stage by stage, and the search
+/// inside a decoded 2D symbol (``RegionSearch``'s costly half).
+extension RegionSearch {
+
+    /// The symbologies worth asking for on a region that looks like bars: 1D codes and
+    /// PDF417 (whose rows look like bars).
+    var barSymbologies: Set<Symbology> {
+        options.symbologies.filter {
+            $0.isLinear
+                || ($0 == .pdf417 && ProcessInfo.processInfo.environment["SCANNER_NOPDF"] == nil)
+        }
+    }
+
+    func zxingPass() -> ZXingEngine.Pass { ZXingEngine.Pass(searching: options) }
+
+    /// Runs the region's variants in order until one decodes; returns the name of the last
+    /// one run and what it found, in `grey`'s coordinates.
+    func cascade(_ candidate: Candidate, _ area: PixelRect) -> (String, [Barcode]) {
+        guard area.width >= 8, area.height >= 8, let crop = grey.cropped(to: area) else {
+            return ("none", [])
+        }
+        let thorough = options.effort == .thorough
+        var toGrey = PointTransform.translation(Double(area.x), Double(area.y))
+        // The working image: the region, with bars at an angle turned upright so that rows
+        // cross them (rows also cross bars tilted up to about 20°: those stay as they are).
+        var work = crop
+        if candidate.isLinear, abs(candidate.angle) > 20 {
+            let (rotated, back) = GreyOps.rotated(crop, degrees: -candidate.angle)
+            work = rotated
+            toGrey = toGrey.after(back)
+        }
+        // The texture's angle is a mean over the region: digits, a PDF417's data columns or
+        // background drift it by 10-20°, and a long, short symbol tilted by 10° is crossed
+        // whole by no row. The bars' own angle (``RegionFinder/barAngle(_:)``) gives a second
+        // working image when it differs, for the stages reading `.upright`; measured when
+        // the first such stage is reached.
+        // Linear regions, located PDF417s, and 2D regions whose texture leans one way (a
+        // PDF417 at an angle measures 0.2-0.3; QR codes and DataMatrix below 0.2).
+        let measures =
+            candidate.isLinear || candidate.symbology == .pdf417 || candidate.coherence >= 0.2
+        var uprightMeasured = false
+        var uprightImage: (ImageBuffer, PointTransform)?
+        func upright() -> (ImageBuffer, PointTransform)? {
+            if uprightMeasured { return uprightImage }
+            uprightMeasured = true
+            guard measures,
+                let measured = RegionFinder.barAngle(
+                    crop, near: candidate.isLinear ? candidate.angle : nil)
+            else { return nil }
+            let used = candidate.isLinear && abs(candidate.angle) > 20 ? candidate.angle : 0
+            logger.debug(
+                "scanner bar angle",
+                metadata: ["texture": "\(Int(candidate.angle))", "bars": "\(measured)"]
+            )
+            guard abs(measured - used) > 4, abs(abs(measured - used) - 180) > 4 else { return nil }
+            let (rotated, back) = GreyOps.rotated(crop, degrees: -measured)
+            uprightImage = (
+                rotated, PointTransform.translation(Double(area.x), Double(area.y)).after(back)
+            )
+            return uprightImage
+        }
+        // Scaling up helps modules under about 2.5 px. The region's extent bounds them: a
+        // 1D symbol spans 60-200 modules across its bars, a 2D one 10-150; a large region
+        // has large modules (or is texture), and four times its pixels would be wasted.
+        let box = candidate.box
+        let r = candidate.angle * .pi / 180
+        let across =
+            candidate.isLinear
+            ? abs(cos(r)) * Double(box.width) + abs(sin(r)) * Double(box.height)
+            : Double(max(box.width, box.height))
+        let fine = across <= (candidate.isLinear ? 700 : 380)
+        // Light bars on a dark ground: the region's border (its quiet zone) is darker than
+        // its middle. ZXing's own inverted retry misses such 1D codes next to their digits.
+        let inverted =
+            candidate.isLinear && options.searchesInverted
+            && GreyOps.borderIsDarker(work)
+        var stages: [Stage] = []
+        let keep: Derivation = { g in (g, .identity) }
+        let upscale2: Derivation = { g in GreyOps.scaled(g, by: 2) }
+        var first = zxingPass()
+        first.tryDownscale = false
+        // No inverted retries after the first pass (light-on-dark symbols are rare; thorough
+        // adds a pass for them); 1D regions are upright, so no rotated retries for 1D codes
+        // (PDF417 keeps them: its rows read upside down only with ZXing's rotation).
+        var harder = first
+        harder.tryInvert = false
+        var quick = harder
+        quick.tryHarder = false
+        if candidate.isLinear {
+            let symbologies = barSymbologies
+            guard !symbologies.isEmpty else { return ("none", []) }
+            var uprightFirst = first
+            uprightFirst.tryInvert = false
+            // In the order of what rescued most per cost on the degraded set: the harder
+            // search, a fixed threshold (cheap), then scaling up; sharpening and the global
+            // binarizer rescued none there and run only when thorough.
+            // Weakly oriented texture may be a 2D symbol among text: the first pass asks for
+            // every symbology.
+            let firstSymbologies = candidate.coherence < 0.55 ? options.symbologies : symbologies
+            stages.append(Stage("harder", firstSymbologies, uprightFirst, zbar: .rows, keep))
+            var fixed = harder
+            fixed.binarizer = .fixedThreshold
+            stages.append(Stage("fixed threshold", symbologies, fixed, zbar: nil, keep))
+            if fine || thorough {
+                stages.append(Stage("upscale x2", symbologies, harder, zbar: .rows, upscale2))
+            }
+            // Out-of-focus bars and PDF417 rows: unsharp masking restores their edges.
+            if thorough {
+                stages.append(
+                    Stage("sharpen", symbologies, harder, zbar: .rows) { g in
+                        (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
+                    }
+                )
+            }
+            // The bars' measured angle, when the texture's was off: second after the first
+            // pass, which reads most symbols whatever their tilt.
+            var deskewed = Stage("upright harder", symbologies, harder, zbar: .rows, keep)
+            deskewed.source = .upright
+            // Bars up to a label's edge on a textured surface: quiet zones painted in.
+            var zoned = Stage("quiet zones", symbologies, harder, zbar: .rows) { g in
+                RegionFinder.withQuietZones(g).map { ($0, .identity) }
+            }
+            zoned.source = .uprightOrWork
+            stages.insert(contentsOf: [deskewed, zoned], at: 1)
+            if thorough {
+                var global = quick
+                global.binarizer = .globalHistogram
+                stages.append(Stage("global histogram", symbologies, global, zbar: nil, keep))
+            }
+            if inverted || (thorough && options.searchesInverted) {
+                stages.insert(
+                    Stage("inverted", symbologies, harder, zbar: .rows) { g in
+                        (GreyOps.inverted(g), .identity)
+                    },
+                    at: inverted ? 1 : stages.count
+                )
+            }
+            if thorough, fine {
+                stages.append(
+                    Stage("upscale x3", symbologies, harder, zbar: .rows) { g in
+                        GreyOps.scaled(g, by: 3)
+                    }
+                )
+            }
+        } else {
+            // The harder search asks for everything (a 1D code at an angle next to its
+            // digits can look isotropic); the variants after it for 2D symbols only, which
+            // spares ZXing's row-by-row 1D readers.
+            let all = options.symbologies
+            let symbologies = all.filter { !$0.isLinear }
+            stages.append(Stage("harder", all, first, zbar: nil, keep))
+            if symbologies.contains(.pdf417), candidate.symbology == .pdf417 || measures {
+                // A PDF417 at an angle: its rows turned along the image's rows.
+                var deskewed = Stage("upright harder", [.pdf417], harder, zbar: nil, keep)
+                deskewed.source = .upright
+                stages.append(deskewed)
+            }
+            var fixed = harder
+            fixed.binarizer = .fixedThreshold
+            // (The fixed threshold is cheap, and low-contrast 1D codes, whose bars blur into
+            // their digits, end up here: it asks for everything too.)
+            stages.append(Stage("fixed threshold", all, fixed, zbar: nil, keep))
+            if candidate.symbology == .pdf417 {
+                // Out-of-focus PDF417 rows: unsharp masking restores their edges.
+                stages.append(
+                    Stage("sharpen", [.pdf417], harder, zbar: nil) { g in
+                        (GreyOps.sharpened(g, radius: 2, amount: 1.5), .identity)
+                    }
+                )
+            }
+            if fine || thorough {
+                stages.append(Stage("upscale x2", symbologies, harder, zbar: nil, upscale2))
+            }
+            // Noise, print dots and photo-textured modules: a light blur joins them (zbar's
+            // QR reader, which binarizes its own way, reads some that ZXing does not; it
+            // costs a scan of every line, so only on regions of symbol size).
+            stages.append(
+                Stage("blur", symbologies, harder, zbar: fine ? .all : nil) { g in
+                    (GreyOps.blurred(g), .identity)
+                }
+            )
+            if thorough {
+                var global = quick
+                global.binarizer = .globalHistogram
+                stages.append(
+                    Stage("contrast", symbologies, global, zbar: nil) { g in
+                        (GreyOps.contrastStretched(g) ?? g, .identity)
+                    }
+                )
+            }
+            // Square, isotropic texture (a 2D symbol's, not text's or a 1D code's): worth
+            // the strongest smoothing too.
+            let square =
+                candidate.coherence < 0.2
+                && Double(max(area.width, area.height)) <= 1.5
+                    * Double(min(area.width, area.height))
+            if thorough || square {
+                var global = harder
+                global.binarizer = .globalHistogram
+                stages.append(
+                    Stage("upscale x3 blur", symbologies, global, zbar: nil) { g in
+                        let (up, t) = GreyOps.scaled(g, by: 3)
+                        return (GreyOps.blurred(up), t)
+                    }
+                )
+            }
+            if thorough {
+                if options.searchesRotations {
+                    for degrees in [45.0, -45.0] {
+                        stages.append(
+                            Stage("rotate \(Int(degrees))", symbologies, harder, zbar: nil) { g in
+                                GreyOps.rotated(g, degrees: degrees)
+                            }
+                        )
+                    }
+                }
+            }
+        }
+        // Variants with nothing left to ask for (2D variants when only 1D codes are wanted).
+        stages.removeAll { $0.symbologies.isEmpty }
+        var last = "none"
+        for stage in stages {
+            last = stage.name
+            let stageStarted = ContinuousClock.now
+            defer {
+                logger.debug(
+                    "scanner stage",
+                    metadata: Self.metadata(
+                        "stage-" + stage.name.replacingOccurrences(of: " ", with: "-")
+                            + (candidate.isLinear ? "-1D" : "-2D"),
+                        0,
+                        stageStarted
+                    )
+                )
+            }
+            let source: (ImageBuffer, PointTransform)
+            switch stage.source {
+            case .work: source = (work, toGrey)
+            case .upright:
+                guard let turned = upright() else { continue }
+                source = turned
+            case .uprightOrWork: source = upright() ?? (work, toGrey)
+            }
+            guard let (image, t) = stage.derive(source.0) else { continue }
+            let transform = source.1.after(t)
+            var found =
+                ZXingEngine.read(
+                    image,
+                    symbologies: stage.symbologies,
+                    pass: stage.pass,
+                    maximumSymbols: options.maximumSymbols,
+                    transform: transform
+                ) ?? []
+            if found.isEmpty, ProcessInfo.processInfo.environment["SCANNER_NOZBAR"] == nil,
+                let lines = stage.zbar, ZBarEngine.supports(any: stage.symbologies)
+            {
+                found = ZBarEngine.read(
+                    image,
+                    symbologies: stage.symbologies,
+                    // 1D stages: lines across the bars are plenty; 2D: zbar's QR finder
+                    // needs every line.
+                    scanLines: candidate.isLinear
+                        ? lines.capped(height: image.height, width: image.width) : lines,
+                    transform: transform
+                )
+            }
+            // Only what is new ends the region's search: a neighbour decoded before may
+            // be read again from the same pixels.
+            let fresh = found.filter { code in !isDecoded(code) && liesOnBars(code) }
+            if !fresh.isEmpty { return (last, fresh) }
+        }
+        return (last, [])
+    }
+
+    /// A derived image and the way back to its source's coordinates; nil skips the stage.
+    typealias Derivation = @Sendable (ImageBuffer) -> (ImageBuffer, PointTransform)?
+
+    /// One variant: derive an image from the region, read it with ZXing, then with zbar
+    /// when ZXing finds nothing (1D only: zbar's QR reader adds nothing ZXing misses).
+    struct Stage {
+        var name: String
+        var symbologies: Set<Symbology>
+        var pass: ZXingEngine.Pass
+        /// zbar's scan lines when zbar runs after ZXing; nil: ZXing only.
+        var zbar: ZBarEngine.ScanLines?
+        var derive: Derivation
+        /// Which image the stage derives from.
+        var source = Source.work
+
+        enum Source {
+            /// The working image (the region, turned upright by the texture's angle).
+            case work
+            /// The region turned by the bars' measured angle; skipped when that is no other.
+            case upright
+            /// That when there is one, else the working image.
+            case uprightOrWork
+        }
+
+        init(
+            _ name: String,
+            _ symbologies: Set<Symbology>,
+            _ pass: ZXingEngine.Pass,
+            zbar: ZBarEngine.ScanLines?,
+            _ derive: @escaping Derivation
+        ) {
+            self.name = name
+            self.symbologies = symbologies
+            self.pass = pass
+            self.zbar = zbar
+            self.derive = derive
+        }
+    }
+
+    /// A 2D symbol's middle, searched for a symbol printed inside it.
+    func lookInside(_ box: PixelRect) -> [Barcode] {
+        guard box.width >= 60, box.height >= 60 else { return [] }
+        let inset = PixelRect(
+            x: box.x + box.width / 5,
+            y: box.y + box.height / 5,
+            width: box.width * 3 / 5,
+            height: box.height * 3 / 5
+        )
+        var quick = zxingPass()
+        quick.tryHarder = false
+        return ZXingEngine.readAll(
+            grey,
+            region: inset,
+            symbologies: options.symbologies.filter { !$0.isLinear },
+            pass: quick,
+            maximumSymbols: options.maximumSymbols,
+            transform: .identity
+        )?.decoded ?? []
+    }
+}
