@@ -27,8 +27,8 @@ struct Prefetch: AsyncParsableCommand {
             Summary: JSON on stdout ({"total", "alreadyCached", "loaded", "failed", \
             "interrupted"}) unless stdout is a terminal; a line on stderr.
 
-            Capacity: --jobs defaults to the CPUs this process may use (its affinity, \
-            bounded by its cgroup's CPU quota). While the kernel reports pressure \
+            Capacity: --jobs defaults to twice the CPUs this process may use (its \
+            affinity, bounded by its cgroup's CPU quota), 4 to 16. While the kernel reports pressure \
             (/proc/pressure: CPU some avg10 at least 80%: half the jobs; memory at least \
             10%: one), fewer images load at once; a warning on stderr says so once.
 
