@@ -86,6 +86,7 @@ let package = Package(
                 "CommandSupport",
                 .product(name: "Models", package: "Models"),
                 .product(name: "Scanner", package: "Scanner"),
+                .product(name: "Plumbing", package: "Plumbing"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

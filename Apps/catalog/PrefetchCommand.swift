@@ -4,6 +4,7 @@ import CommandSupport
 import Foundation
 import ImageCache
 import Models
+import Plumbing
 import ProductImages
 import SuiteClient
 import Synchronization
@@ -26,6 +27,11 @@ struct Prefetch: AsyncParsableCommand {
             Summary: JSON on stdout ({"total", "alreadyCached", "loaded", "failed", \
             "interrupted"}) unless stdout is a terminal; a line on stderr.
 
+            Capacity: --jobs defaults to twice the CPUs this process may use (its \
+            affinity, bounded by its cgroup's CPU quota), 4 to 16. While the kernel reports pressure \
+            (/proc/pressure: CPU some avg10 at least 80%: half the jobs; memory at least \
+            10%: one), fewer images load at once; a warning on stderr says so once.
+
             Example: catalog prefetch --query kettle
             """
     )
@@ -33,13 +39,19 @@ struct Prefetch: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Only products matching this text.", valueName: "text"))
     var query: String?
 
-    @Option(name: .long, help: ArgumentHelp("Images loaded at once (1…16).", valueName: "n"))
-    var jobs = 4
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Images loaded at once (1…16; default: the CPUs this process may use).",
+            valueName: "n"
+        )
+    )
+    var jobs: Int?
 
     @OptionGroup var options: ClientOptions
 
     func validate() throws {
-        guard (1...16).contains(jobs) else {
+        if let jobs, !(1...16).contains(jobs) {
             throw ValidationError("--jobs must be 1…16, got \(jobs)")
         }
     }
@@ -69,6 +81,7 @@ struct Prefetch: AsyncParsableCommand {
             let urls = products.compactMap { client.imageURL(of: $0) }.filter {
                 seen.insert($0).inserted
             }
+            let jobs = self.jobs ?? PrefetchCapacity.defaultJobs()
             let cache = try ProductImageCache(
                 client: client,
                 maximumConcurrentDownloads: jobs,
@@ -83,11 +96,18 @@ struct Prefetch: AsyncParsableCommand {
             // image starts, downloads in flight are abandoned (nothing of theirs is written)
             // and images being written finish, so the command returns with the cache whole.
             let stop = StopRequest()
-            let jobs = self.jobs
+            let backoff = PrefetchCapacity.backoff(jobs: jobs, count: requests.count, bar: bar)
             // Never throws: `load` does not.
             let result =
                 (try? await cache.stoppable(onStop: stop.request) {
-                    await Self.load(requests, cache: cache, jobs: jobs, stop: stop, bar: bar)
+                    await Self.load(
+                        requests,
+                        cache: cache,
+                        jobs: jobs,
+                        backoff: backoff,
+                        stop: stop,
+                        bar: bar
+                    )
                 }) ?? Outcome()
             bar.finish()
             let interrupted = Task.isCancelled
@@ -139,20 +159,24 @@ struct Prefetch: AsyncParsableCommand {
     }
 
     /// Loads `requests` into the disk cache, `jobs` at a time, until done or `stop` is
-    /// requested (then no new one starts and those in flight end as abandoned).
+    /// requested (then no new one starts and those in flight end as abandoned); fewer at a
+    /// time while `backoff` says so.
     static func load(
         _ requests: [ImageRequest],
         cache: ProductImageCache,
         jobs: Int,
+        backoff: PressureBackoff? = nil,
         stop: StopRequest,
         bar: ProgressLine
     ) async -> Outcome {
         var outcome = Outcome()
         var done = 0
+        var inFlight = 0
         await withTaskGroup(of: (URL, Result<DataResponse, ImageCacheError>).self) { group in
             var pending = requests.makeIterator()
             func startNext() -> Bool {
                 guard !stop.isRequested, let request = pending.next() else { return false }
+                inFlight += 1
                 group.addTask {
                     do throws(ImageCacheError) {
                         return (request.url, .success(try await cache.pipeline.data(for: request)))
@@ -162,8 +186,9 @@ struct Prefetch: AsyncParsableCommand {
                 }
                 return true
             }
-            for _ in 0..<jobs where !startNext() { break }
+            for _ in 0..<min(jobs, backoff?.limit() ?? jobs) where !startNext() { break }
             while let (url, result) = await group.next() {
+                inFlight -= 1
                 switch result {
                 case .success(let response) where response.storeFailure != nil:
                     // Loaded but not kept (a full disk): not prefetched.
@@ -188,7 +213,9 @@ struct Prefetch: AsyncParsableCommand {
                 }
                 done += 1
                 if !stop.isRequested { bar.update(done: done, total: requests.count) }
-                _ = startNext()
+                // At least one in flight; up to the jobs the pressure allows.
+                let allowed = max(1, min(jobs, backoff?.limit() ?? jobs))
+                while inFlight < allowed, startNext() {}
             }
         }
         return outcome

@@ -3,6 +3,7 @@ import CommandSupport
 import Foundation
 import Logging
 import Models
+import Plumbing
 import Scanner
 
 /// `scan`: barcodes from image files, like zbarimg, with ZXing's symbologies as well.
@@ -19,6 +20,13 @@ struct ScanCommand: SuiteCommand {
 
             Memory: an input's size and its header's pixel count are checked before it is \
             read; --jobs share one --memory-budget, so more jobs never multiply the peak.
+
+            Capacity: by default --jobs and --memory-budget follow what this process may \
+            really use (its CPU affinity, its cgroup's CPU quota and memory limit, v1 or v2; \
+            --verbose says what was chosen). A batch of more inputs than jobs runs fewer jobs \
+            while the kernel reports pressure (/proc/pressure: CPU some avg10 at least 80%: \
+            half; memory at least 10%: one), says so once on stderr, and speeds up again \
+            when it clears.
 
             Formats: text (zbarimg style, `QR-Code:payload`), jsonl (one JSON object per input \
             or frame, keys sorted: error, file, frame, symbols with bytesBase64, engine, format, \
@@ -59,7 +67,8 @@ struct ScanCommand: SuiteCommand {
 
     @Option(
         name: .shortAndLong,
-        help: "Images decoded in parallel, 1-256 (default: available cores)."
+        help:
+            "Images decoded in parallel, 1-256 (default: the CPUs this process may use, bounded by its cgroup's CPU quota and memory limit)."
     )
     var jobs: Int?
 
@@ -91,11 +100,11 @@ struct ScanCommand: SuiteCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Memory all jobs' images may take at once, in MiB (64-1048576); a larger image runs alone.",
+            "Memory all jobs' images may take at once, in MiB (64-1048576; default 1024, or half the cgroup's memory limit if smaller); a larger image runs alone.",
             valueName: "MiB"
         )
     )
-    var memoryBudget: Int = MemoryBudget.defaultCapacity >> 20
+    var memoryBudget: Int?
 
     @Option(
         name: .long,
@@ -121,7 +130,7 @@ struct ScanCommand: SuiteCommand {
         if !(1...2_000).contains(maxMegapixels) {
             throw ValidationError("--max-megapixels must be between 1 and 2000")
         }
-        if !(64...1_048_576).contains(memoryBudget) {
+        if let memoryBudget, !(64...1_048_576).contains(memoryBudget) {
             throw ValidationError("--memory-budget must be between 64 and 1048576 MiB")
         }
         if inputs.filter({ $0 == "-" }).count > 1 {
@@ -167,11 +176,17 @@ struct ScanCommand: SuiteCommand {
                 throw ExitStatus.failure.exitCode
             }
         }
+        let capacity = ScanCapacity(
+            jobs: jobs,
+            memoryBudgetMiB: memoryBudget,
+            capacity: MachineCapacity.current(),
+            logger: logger
+        )
         let scanner = FileScanner(
             barcodes: textMode.readsBarcodes
                 ? BarcodeReader(options: options, logger: logger) : nil,
             limits: ImageLimits(maximumPixelCount: maxMegapixels * 1_000_000),
-            budget: MemoryBudget(capacity: memoryBudget << 20),
+            budget: MemoryBudget(capacity: capacity.memoryBudget),
             text: textReader,
             annotation: annotation
         )
@@ -187,8 +202,11 @@ struct ScanCommand: SuiteCommand {
 
         try writer.begin()
         let items = collected.inputs
-        let stream = ImageBatch.process(count: items.count, jobs: jobs ?? ImageBatch.defaultJobs) {
-            index in
+        let stream = ImageBatch.process(
+            count: items.count,
+            jobs: capacity.jobs,
+            throttle: capacity.throttle(count: items.count, quiet: common.quiet, progress: progress)
+        ) { index in
             scanner.scan(items[index], index: index)
         }
         // A stop signal cancels this task: the loop ends at once, abandoning the images in

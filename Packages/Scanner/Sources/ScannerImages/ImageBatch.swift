@@ -12,9 +12,12 @@ public enum ImageBatch {
     public static var defaultJobs: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
 
     /// Runs `work(index)` for `0..<count` on up to `jobs` threads; yields the results in order.
+    /// With a `throttle`, each item runs between its ``BatchThrottle/acquire()`` and
+    /// ``BatchThrottle/release()``, so fewer than `jobs` may run at once while it says so.
     public static func process<T: Sendable>(
         count: Int,
         jobs: Int = defaultJobs,
+        throttle: (any BatchThrottle)? = nil,
         _ work: @escaping @Sendable (Int) -> T
     ) -> AsyncStream<T> {
         AsyncStream { continuation in
@@ -27,8 +30,15 @@ public enum ImageBatch {
             }
             for _ in 0..<width {
                 let thread = Thread {
-                    while let index = state.take() {
-                        state.deliver(index, work(index))
+                    while true {
+                        throttle?.acquire()
+                        guard let index = state.take() else {
+                            throttle?.release()
+                            break
+                        }
+                        let result = work(index)
+                        throttle?.release()
+                        state.deliver(index, result)
                     }
                     state.workerFinished()
                 }
@@ -39,6 +49,16 @@ public enum ImageBatch {
             state.setWorkers(width)
         }
     }
+}
+
+/// What lets fewer of a batch's jobs run at once (under machine pressure, for example):
+/// each worker thread calls ``acquire()`` before an item, waiting as long as it must, and
+/// ``release()`` after it.
+public protocol BatchThrottle: Sendable {
+    /// Waits until one more item may run, and takes its place.
+    func acquire()
+    /// Gives back the place ``acquire()`` took.
+    func release()
 }
 
 /// Shared between the batch's worker threads; every field is behind the mutex.
