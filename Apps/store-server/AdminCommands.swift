@@ -104,15 +104,16 @@ struct Seed: AsyncParsableCommand {
 }
 
 /// Reads a password from stdin: everything up to the end, one trailing newline dropped.
-func readPassword() throws -> String {
-    let data = FileHandle.standardInput.readDataToEndOfFile()
-    guard var text = String(data: data, encoding: .utf8) else {
-        throw CommandError.usage("the password on stdin is not UTF-8")
+func readPassword(for name: String) throws -> String {
+    // At a terminal: asked for, with echo off (and back on after a stop signal).
+    if Prompt.stdinIsTerminal {
+        guard let typed = Prompt.secret("password for \(name): "), !typed.isEmpty else {
+            throw CommandError.usage("no password given for \(name)")
+        }
+        return typed
     }
-    if text.hasSuffix("\r\n") {
-        text.removeLast(2)
-    } else if text.hasSuffix("\n") {
-        text.removeLast()
+    guard let text = Prompt.readAllStandardInput() else {
+        throw CommandError.usage("the password on stdin is not UTF-8")
     }
     guard !text.isEmpty else {
         throw CommandError.usage(
@@ -151,7 +152,7 @@ struct UserCommand: AsyncParsableCommand {
         @OptionGroup var options: DatabaseOptions
 
         func run() async throws {
-            let password = try readPassword()
+            let password = try readPassword(for: name)
             try await runAdmin(options) { admin in
                 let associate = try await admin.addUser(
                     name,
@@ -237,8 +238,13 @@ struct UserCommand: AsyncParsableCommand {
         @OptionGroup var options: DatabaseOptions
 
         func run() async throws {
-            let password = try readPassword()
             try await runAdmin(options) { admin in
+                // An unknown user is exit 3 before anything is asked or checked.
+                guard try await admin.listUsers().contains(where: { $0.associate.username == name })
+                else {
+                    throw CommandError(.notFound, "user \(name.prefix(64)) does not exist")
+                }
+                let password = try readPassword(for: name)
                 try await admin.setPassword(name, password: password)
                 if !options.common.quiet { Console.note("password of \(name) changed") }
             }

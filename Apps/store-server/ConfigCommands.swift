@@ -47,6 +47,16 @@ struct ConfigCommand: AsyncParsableCommand {
         @OptionGroup var options: DatabaseOptions
 
         func validate() throws {
+            guard let known = KnownFlag.defaults[name] else {
+                throw ValidationError(
+                    "unknown flag '\(name.prefix(64))'\(KnownFlag.suggestion(for: name)); the flags are \(KnownFlag.names.joined(separator: ", "))"
+                )
+            }
+            if Self.parse(value, like: known).typeName != known.typeName {
+                throw ValidationError(
+                    "\(name) takes a \(known.typeName), not '\(value.prefix(64))'"
+                )
+            }
             guard [market, region, store].compactMap({ $0 }).count <= 1 else {
                 throw ValidationError("give at most one of --market, --region, --store")
             }
@@ -55,13 +65,16 @@ struct ConfigCommand: AsyncParsableCommand {
             }
         }
 
+        /// VALUE as JSON (true, 6, "text"), else as a string; for a string flag, always the
+        /// text as given.
+        static func parse(_ value: String, like known: FlagValue?) -> FlagValue {
+            if case .string = known { return .string(value) }
+            return (try? JSONDecoder().decode(FlagValue.self, from: Data(value.utf8)))
+                ?? .string(value)
+        }
+
         func run() async throws {
-            let flagValue: FlagValue
-            if let decoded = try? JSONDecoder().decode(FlagValue.self, from: Data(value.utf8)) {
-                flagValue = decoded
-            } else {
-                flagValue = .string(value)
-            }
+            let flagValue = Self.parse(value, like: KnownFlag.defaults[name])
             let scope: ConfigService.Scope
             if let market {
                 scope = .market(market)
@@ -90,6 +103,17 @@ struct ConfigCommand: AsyncParsableCommand {
         @Argument(help: "A semantic version, e.g. 1.4.0.") var version: String
 
         @OptionGroup var options: DatabaseOptions
+
+        /// The suite's client apps, whose versions the server can require.
+        static let apps = ["catalog", "reservations", "scan", "suite-defaults"]
+
+        func validate() throws {
+            guard app == "*" || Self.apps.contains(app) else {
+                throw ValidationError(
+                    "unknown app '\(app.prefix(64))'; the apps are \(Self.apps.joined(separator: ", ")) or '*'"
+                )
+            }
+        }
 
         func run() async throws {
             guard let semantic = try? SemanticVersion(parsing: version) else {

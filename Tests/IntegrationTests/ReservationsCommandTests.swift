@@ -784,3 +784,30 @@ extension TerminalLoginTests {
         #expect(try decode(ReservationDetail.self, piped).reservation.id == detail.reservation.id)
     }
 }
+
+extension TerminalLoginTests {
+    @Test("store-server user add at a terminal asks for the password with echo off")
+    func storeServerPasswordPrompt() async throws {
+        let directory = try CommandRunner.temporaryDirectory(prefix: "admin-tty")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let terminal = try PseudoTerminal()
+        defer { terminal.close() }
+        let process = try await terminal.start(
+            CommandRunner.builtBinary("store-server"),
+            [
+                "user", "add", "carol", "--database",
+                directory.appendingPathComponent("s.sqlite").path,
+                "--insecure-password-cost-for-tests", "--password-cost", "1000",
+            ],
+            environment: ProcessInfo.processInfo.environment
+        )
+        let prompt = await terminal.read(until: "password for carol")
+        #expect(prompt.contains("password for carol: "), "\(prompt)")
+        #expect(!terminal.echoes, "echo is on at the password prompt")
+        terminal.type("carol-secret-1\n")
+        let (rest, outcome) = await terminal.readAll(of: process)
+        #expect(outcome.status == 0, "\(rest)")
+        #expect(rest.contains("added associate carol"), "\(rest)")
+        #expect(!rest.contains("carol-secret-1"), "the password was echoed: \(rest)")
+    }
+}

@@ -125,6 +125,10 @@ struct AdminCommandTests {
         let missing = try await Self.run(["user", "remove", "ana"] + db)
         #expect(missing.status == 3)
         #expect(missing.stderr == "error: user ana does not exist\n")
+        // An unknown user is 3 before the password is looked at.
+        let nobody = try await Self.run(["user", "passwd", "nobody"] + db, stdin: "short")
+        #expect(nobody.status == 3)
+        #expect(nobody.stderr == "error: user nobody does not exist\n")
     }
 
     @Test(
@@ -152,12 +156,24 @@ struct AdminCommandTests {
         let checkIn = try #require(flags["checkInEnabled"] as? [String: Any])
         #expect((checkIn["markets"] as? [String: Bool])?["DE"] == false)
 
+        // Unknown names and wrong types are usage errors that list what is known, and
+        // change nothing.
+        let versionBefore = try #require(try await show()["configVersion"] as? String)
         let wrongType = try await Self.run(["config", "set-flag", "maxPartySize", "big"] + db)
-        #expect(wrongType.status == 1 && wrongType.stderr.contains("maxPartySize"))
+        #expect(wrongType.status == 64 && wrongType.stderr.contains("maxPartySize takes a number"))
         let newFlagScoped = try await Self.run(
             ["config", "set-flag", "newThing", "true", "--store", berlin.uuidString] + db
         )
-        #expect(newFlagScoped.status == 1 && newFlagScoped.stderr.contains("newThing"))
+        #expect(newFlagScoped.status == 64 && newFlagScoped.stderr.contains("newThing"))
+        #expect(newFlagScoped.stderr.contains("checkInEnabled, maxPartySize"))
+        let typo = try await Self.run(["config", "set-flag", "checkinEnabled", "false"] + db)
+        #expect(typo.status == 64, "\(typo.stderr)")
+        #expect(typo.stderr.contains("did you mean checkInEnabled?"), "\(typo.stderr)")
+        let unknownApp = try await Self.run(
+            ["config", "set-minimum-version", "reservationz", "1.0.0"] + db
+        )
+        #expect(unknownApp.status == 64 && unknownApp.stderr.contains("catalog, reservations"))
+        #expect(try await show()["configVersion"] as? String == versionBefore)
         let twoScopes = try await Self.run(
             ["config", "set-flag", "checkInEnabled", "true", "--market", "DE", "--region", "DE-BE"]
                 + db

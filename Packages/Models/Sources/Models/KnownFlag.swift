@@ -29,4 +29,37 @@ public enum KnownFlag {
 extension KnownFlag {
     /// The known flag names, sorted.
     public static var names: [String] { defaults.keys.sorted() }
+
+    /// ` (did you mean NAME?)` when `name` differs from a known flag only in case or by one
+    /// edit, else empty: for the error that refuses an unknown name.
+    public static func suggestion(for name: String) -> String {
+        let lowered = name.lowercased()
+        let close = names.first { known in
+            let other = known.lowercased()
+            if other == lowered { return true }
+            let (a, b) = (Array(other), Array(lowered))
+            guard abs(a.count - b.count) <= 1 else { return false }
+            // One substitution, insertion or deletion.
+            var (i, j, edits) = (0, 0, 0)
+            while i < a.count, j < b.count {
+                if a[i] == b[j] {
+                    i += 1
+                    j += 1
+                    continue
+                }
+                edits += 1
+                if edits > 1 { return false }
+                if a.count > b.count {
+                    i += 1
+                } else if a.count < b.count {
+                    j += 1
+                } else {
+                    i += 1
+                    j += 1
+                }
+            }
+            return edits + (a.count - i) + (b.count - j) <= 1
+        }
+        return close.map { " (did you mean \($0)?)" } ?? ""
+    }
 }

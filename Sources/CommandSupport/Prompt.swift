@@ -1,4 +1,3 @@
-import CommandSupport
 import Foundation
 import Models
 
