@@ -186,7 +186,7 @@ struct HostileInputTests {
             "POST /v1/auth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 60\r\n\r\ngrant_type="
         let stalled = try RawSocket(port: port)
         try stalled.send(head)
-        let cut = try stalled.readUntilClosed(within: 20)
+        let cut = await stalled.readUntilClosedOffPool(within: 20)
         #expect(cut.closed, "the half-sent request is still open")
 
         // A stop with a stalled request in flight (idle timeout longer than the drain).
@@ -203,7 +203,7 @@ struct HostileInputTests {
             try await PlainHTTP.send("GET", slow.url.appendingPathComponent("health")).status == 200
         )
         let stopping = Task { await slow.stop() }
-        let closed = try held.readUntilClosed(within: 30)
+        let closed = await held.readUntilClosedOffPool(within: 30)
         #expect(closed.closed, "the stop left the stalled connection open")
         await stopping.value
     }
@@ -221,7 +221,7 @@ struct HostileInputTests {
                 == 200
         )
         server.terminate()
-        let closed = try held.readUntilClosed(within: 20)
+        let closed = await held.readUntilClosedOffPool(within: 20)
         #expect(closed.closed)
         #expect(await server.stop() == 143)
     }
@@ -262,6 +262,19 @@ final class RawSocket {
     }
 
     /// Reads until the server closes the connection or `seconds` pass without it.
+    /// ``readUntilClosed(within:)`` on a thread of its own: the blocking read never holds
+    /// one of the concurrency pool's two threads, which the in-process server's shutdown
+    /// (and every other suite) needs meanwhile.
+    func readUntilClosedOffPool(within seconds: Int = 10) async -> (text: String, closed: Bool) {
+        let socket = UncheckedSocket(socket: self)
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let result = (try? socket.socket.readUntilClosed(within: seconds)) ?? ("", false)
+                continuation.resume(returning: result)
+            }
+        }
+    }
+
     func readUntilClosed(within seconds: Int = 10) throws -> (text: String, closed: Bool) {
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -278,4 +291,10 @@ final class RawSocket {
             data += chunk[0..<count]
         }
     }
+}
+
+/// A socket handed to the one thread that reads it while the test awaits.
+private struct UncheckedSocket: @unchecked Sendable {
+    // Safe: only the reading thread uses the socket until it resumes the test.
+    let socket: RawSocket
 }
