@@ -42,6 +42,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Connections held at once per client address; more are answered 503.")
     var maxConnectionsPerAddress = 256
     @Option(
+        help: ArgumentHelp(
+            "Requests handled at once; more are answered 503 with Retry-After (/health never is). Default: 16 per database connection.",
+            valueName: "n"
+        )
+    )
+    var maxRequestsInFlight: Int?
+    @Option(
         name: .customLong("trusted-proxy"),
         parsing: .upToNextOption,
         help: ArgumentHelp(
@@ -96,6 +103,11 @@ struct Serve: AsyncParsableCommand {
                 "--max-connections-per-address must be 1…--max-connections, got \(maxConnectionsPerAddress)"
             )
         }
+        if let maxRequestsInFlight, !(1...1_000_000).contains(maxRequestsInFlight) {
+            throw ValidationError(
+                "--max-requests-in-flight must be 1…1000000, got \(maxRequestsInFlight)"
+            )
+        }
         if let metricsPort {
             guard (0...65_535).contains(metricsPort) else {
                 throw ValidationError("--metrics-port must be 0…65535, got \(metricsPort)")
@@ -142,6 +154,7 @@ struct Serve: AsyncParsableCommand {
             total: maxConnections,
             perKey: ["address": maxConnectionsPerAddress]
         )
+        configuration.maxRequestsInFlight = maxRequestsInFlight
         configuration.metrics = registry
         configuration.metricsAddress = metricsPort.map {
             StoreServerConfiguration.ListenAddress(host: metricsHost, port: $0)

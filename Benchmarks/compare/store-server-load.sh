@@ -72,7 +72,14 @@ PY
 )
   local search="/v1/reservations?query=weber&limit=20|/v1/reservations?date=$(date -u +%F)&limit=20|/v1/reservations?status=confirmed&limit=20"
   printf '%-34s %-16s %s\n' "$1" "health (baseline)" "$("$load" "$urls" "/health" 1000 "$seconds")"
+  if [[ $3 == postgres* ]]; then psql "$3" -qAtc "SELECT pg_stat_statements_reset(), pg_stat_reset_shared('wal')" >/dev/null; fi
   printf '%-34s %-16s %s\n' "$1" "show-by-code" "$("$load" "$urls" "$codes" 1000 "$seconds")"
+  if [[ $3 == postgres* ]]; then
+    # Where the database's time went in that run: the statements by total time, and how
+    # often the WAL was flushed to disk (each a synchronous commit's wait).
+    psql "$3" -qAt -F ' | ' -c "SELECT 'wal: ' || wal_records || ' records, ' || wal_sync || ' flushes, ' || round(wal_sync_time::numeric) || ' ms flushing (track_wal_io_timing)' FROM pg_stat_wal" | sed 's/^/    /'
+    psql "$3" -qAt -F ' | ' -c "SELECT calls, round(mean_exec_time::numeric, 3) || ' ms mean', round(total_exec_time::numeric) || ' ms total', left(regexp_replace(query, '\s+', ' ', 'g'), 110) FROM pg_stat_statements WHERE calls > 100 ORDER BY total_exec_time DESC LIMIT 8" | sed 's/^/    /'
+  fi
   printf '%-34s %-16s %s\n' "$1" "search" "$("$load" "$urls" "$search" 300 "$seconds")"
   printf '%-34s %-16s %s\n' "$1" "product image" "$("$load" "$urls" "$gtin" 1000 "$seconds")"
   local best=0
@@ -85,7 +92,8 @@ PY
   printf '%-34s %-16s highest tried rate with p99 <= 20 ms and no errors: %s req/s\n' "$1" "show-by-code" "$best"
 }
 
-echo "==> store-server load: ${seconds}s per run, signed requests, loopback, 2 cores shared with the generator"
+echo "==> store-server load: ${seconds}s per run, signed requests, loopback, $(nproc) cores shared with the generator; $(uptime | sed 's/.*load/load/')"
+echo "    generator_cpu: the generator's own CPU (user + system) as a share of one core over its run"
 sqlite="$work/store.sqlite"
 "$bin/store-server" seed --demo --database "$sqlite" --insecure-password-cost-for-tests --password-cost 1000 >/dev/null
 url=$(start_server "$sqlite")
@@ -99,9 +107,10 @@ if [[ -x "$pgbin/initdb" ]]; then
   [[ $(id -u) -eq 0 ]] && chown postgres "$work" "$pgdata"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   as_pg "$pgbin/initdb" -D "$pgdata" -U shopfloor --auth=trust -E UTF8 --locale=C >/dev/null
-  as_pg "$pgbin/pg_ctl" -D "$pgdata" -w -l "$pgdata/log" -o "-p $port -k $pgdata -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null
+  as_pg "$pgbin/pg_ctl" -D "$pgdata" -w -l "$pgdata/log" -o "-p $port -k $pgdata -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_preload_libraries=pg_stat_statements -c track_wal_io_timing=on" start >/dev/null
   "$pgbin/createdb" -h 127.0.0.1 -p "$port" -U shopfloor shopfloor
   pg="postgres://shopfloor@127.0.0.1:$port/shopfloor"
+  "$pgbin/psql" "$pg" -qc "CREATE EXTENSION pg_stat_statements"
   export PATH="$pgbin:$PATH"
   "$bin/store-server" seed --demo --database "$pg" --insecure-password-cost-for-tests --password-cost 1000 >/dev/null
   url=$(start_server "$pg")

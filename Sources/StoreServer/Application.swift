@@ -71,12 +71,14 @@ final class ServerContext: Sendable {
         clientConfiguration = ClientConfigurationService(repository: repository, config: config)
     }
 
-    /// The router: request ids and access logs, problem documents, then one controller per
-    /// resource on public, signed and idempotent route groups. Returns the routes it added.
-    func makeRouter() -> (Router<StoreRequestContext>, [RegisteredRoute]) {
+    /// The router: request ids and access logs, problem documents, load shedding (at most
+    /// `inFlight`'s total of requests at once), then one controller per resource on public,
+    /// signed and idempotent route groups. Returns the routes it added.
+    func makeRouter(inFlight: LoadLimiter) -> (Router<StoreRequestContext>, [RegisteredRoute]) {
         let router = Router(context: StoreRequestContext.self)
         router.add(middleware: AccessLogMiddleware(proxies: configuration.trustedProxies))
         router.add(middleware: ProblemMiddleware(database: database))
+        router.add(middleware: LoadSheddingMiddleware(limiter: inFlight))
         router.add(middleware: QueryTextMiddleware())
         let log = RouteLog()
         let repository = self.repository
@@ -207,7 +209,14 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
         logger: logger
     )
     try await context.clock.synchronize()
-    let (router, routes) = context.makeRouter()
+    let (router, routes) = context.makeRouter(
+        inFlight: LoadLimiter(
+            limits: .init(
+                total: configuration.maxRequestsInFlight ?? 16 * database.poolSize,
+                perKey: [:]
+            )
+        )
+    )
     let onListening = configuration.onListening
     let notifier = configuration.notifier
     var services: [any Service] = [

@@ -52,6 +52,10 @@ public struct StoreServerConfiguration: Sendable {
     /// the total only). A connection over a cap is answered 503 with `Retry-After` and closed.
     /// The total stays below the process's open-file limit (the unit's `LimitNOFILE`).
     public var connections = LoadLimiter.Limits(total: 16_384, perKey: ["address": 256])
+    /// Requests handled at once (load shedding): more are answered 503 with `Retry-After` at
+    /// once (`/health` and `/metrics` never are). Nil: 16 per connection of the database pool,
+    /// so a request waits for the pool at most about 16 statements' time before it is refused.
+    public var maxRequestsInFlight: Int?
     /// How long one request may take from its head to the end of its body, however slowly it
     /// trickles in; then the connection is closed.
     public var bodyTimeout: Duration = .seconds(60)

@@ -2,7 +2,8 @@
 // signs in, then sends RATE requests a second for SECONDS over keep-alive HTTP/1.1
 // connections (one thread each), each request signed with Auth's RequestSigner and a fresh
 // nonce. Latency is measured from each request's scheduled time, so a stalled server cannot
-// hide queueing (no coordinated omission). Prints one JSON line: rate, p50, p99, errors.
+// hide queueing (no coordinated omission). Prints one JSON line: rate, p50, p99, errors, and
+// the generator's own CPU as a share of one core (`generator_cpu`).
 //
 // Usage: StoreServerLoad URL[,URL…] PATH[|PATH…] RATE SECONDS [CONNECTIONS]
 //   Each connection sends to one URL (round robin), each request takes the next PATH.
@@ -182,16 +183,24 @@ func percentile(_ p: Double) -> Double {
         ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000
 }
 let errors = all.filter { $0.status != 200 && $0.status != 304 }.count
+// The generator's own CPU over the run (user + system, all threads, sign-in included): on a
+// machine it shares with the server, what it takes is not available to the server.
+var usage = rusage()
+getrusage(RUSAGE_SELF, &usage)
+let cpuSeconds =
+    Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+    + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
 print(
     String(
         format:
-            #"{"target_rps": %.0f, "achieved_rps": %.1f, "requests": %d, "errors": %d, "p50_ms": %.2f, "p99_ms": %.2f, "max_ms": %.2f}"#,
+            #"{"target_rps": %.0f, "achieved_rps": %.1f, "requests": %d, "errors": %d, "p50_ms": %.2f, "p99_ms": %.2f, "max_ms": %.2f, "generator_cpu": %.2f}"#,
         rate,
         Double(all.count) / elapsed,
         all.count,
         errors,
         percentile(0.50),
         percentile(0.99),
-        (latencies.last ?? 0) * 1000
+        (latencies.last ?? 0) * 1000,
+        cpuSeconds / max(elapsed, 0.001)
     )
 )

@@ -51,17 +51,27 @@ final class AuthGate: Sendable {
             rotationSecret: rotationSecret,
             logger: logger
         )
-        verifier = SignatureVerifier(window: window, store: nonces, logger: logger)
+        verifier = SignatureVerifier(
+            window: window,
+            futureWindow: nonces.futureWindow,
+            store: nonces,
+            logger: logger
+        )
     }
 
     /// Checks the bearer token and the signature of `request` over `body`.
     func authenticate(_ request: Request, body: [UInt8], scheme: String) async throws(APIError)
         -> SignedIn
     {
+        let session = try await session(of: request)
+        return try await verify(request, body: body, scheme: scheme, session: session)
+    }
+
+    /// The session of `request`'s bearer token (one read), before its signature is checked.
+    func session(of request: Request) async throws(APIError) -> AuthSession {
         let now = clock.now()
-        let session: AuthSession
         do {
-            session = try await issuer.authenticate(
+            return try await issuer.authenticate(
                 authorization: request.headers[.authorization],
                 now: now
             )
@@ -77,6 +87,14 @@ final class AuthGate: Sendable {
                 headers: error.isTransient ? [(.retryAfter, "1")] : [(.wwwAuthenticate, "Bearer")]
             )
         }
+    }
+
+    /// Checks the signature of `request` over `body` with `session`'s key and records its
+    /// nonce (the replay window).
+    func verify(_ request: Request, body: [UInt8], scheme: String, session: AuthSession)
+        async throws(APIError) -> SignedIn
+    {
+        let now = clock.now()
         let target = "\(scheme)://\(request.head.authority ?? "")\(request.uri.string)"
         let headers = SignedRequestHeaders { name in
             guard let field = HTTPField.Name(name) else { return nil }

@@ -1,5 +1,6 @@
 public import Auth
 public import Foundation
+internal import Logging
 internal import SQLKit
 
 /// Auth's `SessionStore` on the server's database (`auth_sessions`, `auth_tokens`), so every
@@ -57,11 +58,16 @@ public final class SQLSessionStore: SessionStore {
                 "SELECT id, subject, key_id, key_secret, created_at, revoked_at FROM auth_sessions WHERE id = \(bind: id)"
             ).first()
         else { return nil }
+        return try Self.session(row)
+    }
+
+    private static func session(_ row: any SQLRow) throws -> SessionRecord {
+        let id = try row.string("id")
         guard let secret = Data(base64Encoded: try row.string("key_secret")) else {
             throw StoredDataError("session \(id) has an unreadable signing key")
         }
         return SessionRecord(
-            id: try row.string("id"),
+            id: id,
             subject: try row.string("subject"),
             signingKey: try SigningKey(id: row.string("key_id"), secret: secret),
             createdAt: try row.instant("created_at"),
@@ -76,6 +82,10 @@ public final class SQLSessionStore: SessionStore {
                 "SELECT digest, session_id, kind, expires_at, rotated_at FROM auth_tokens WHERE digest = \(bind: digest)"
             ).first()
         else { return nil }
+        return try Self.token(row)
+    }
+
+    private static func token(_ row: any SQLRow) throws -> TokenRecord {
         guard let kind = TokenRecord.Kind(rawValue: try row.string("kind")) else {
             throw StoredDataError("token kind '\(try row.string("kind"))' is unknown")
         }
@@ -86,6 +96,24 @@ public final class SQLSessionStore: SessionStore {
             expiresAt: try row.instant("expires_at"),
             rotatedAt: try row.optionalInt("rotated_at").map(DBTime.date)
         )
+    }
+
+    /// See ``SessionStore/tokenWithSession(digest:)``: one statement, the token joined with
+    /// its session (each signed request reads both).
+    public func tokenWithSession(digest: String) async throws -> (TokenRecord, SessionRecord?)? {
+        guard
+            let row = try await database.sql.raw(
+                """
+                SELECT t.digest, t.session_id, t.kind, t.expires_at, t.rotated_at,
+                       s.id, s.subject, s.key_id, s.key_secret, s.created_at, s.revoked_at
+                FROM auth_tokens t LEFT JOIN auth_sessions s ON s.id = t.session_id
+                WHERE t.digest = \(bind: digest)
+                """
+            ).first()
+        else { return nil }
+        let token = try Self.token(row)
+        guard try row.optionalString("id") != nil else { return (token, nil) }
+        return (token, try Self.session(row))
     }
 
     /// See ``SessionStore/markRotated(digest:at:)``.
@@ -138,26 +166,99 @@ public final class SQLSessionStore: SessionStore {
 /// old entry expired … RETURNING`, so of concurrent requests with one nonce, in any process,
 /// exactly one gets a row back (`recorded`). The table has no quota, so it never answers
 /// `refused`; housekeeping deletes expired entries.
+///
+/// On PostgreSQL the table is UNLOGGED (migration 500): recording a nonce writes no WAL and
+/// waits for no disk flush, the cost of a signed request that used to dominate it. A clean
+/// restart keeps an unlogged table; a crash of the database (or a failover to a replica)
+/// empties it, and with it the one-row table `auth_replay_floor`, also unlogged. The same
+/// statement that records a nonce reads the floor: when it is gone, the window was lost, and
+/// the store sets a new floor at the database's time plus the verifier's future allowance.
+/// A signature whose `created` lies before the floor is answered 503 (`Retry-After`: the
+/// client signs again), never accepted: a nonce lost in the crash was signed before it, so it
+/// can never be replayed. SQLite keeps the table in its (durable) file.
 public final class SQLNonceStore: NonceStore {
     let database: StoreDatabase
+    /// Seconds a signature's `created` may lie ahead of the database's time (the verifier's
+    /// future allowance): a new floor lies this far ahead of the time it is set.
+    let futureWindow: Int64
 
-    /// A store on `database` (migrated).
-    public init(database: StoreDatabase) { self.database = database }
+    /// The replay window was lost (a database crash emptied the unlogged nonce table) after
+    /// this signature was made: it is refused with a 503 and the client signs again.
+    struct SignedBeforeReset: Error, CustomStringConvertible {
+        var description: String {
+            "the replay window was reset by a database restart after this signature was made"
+        }
+    }
+
+    /// A store on `database` (migrated); `futureWindow` as the verifier's.
+    public init(database: StoreDatabase, futureWindow: Int64 = 30) {
+        self.database = database
+        self.futureWindow = futureWindow
+    }
 
     /// See ``NonceStore/record(keyID:nonce:created:expiresAt:now:)``.
     public func record(keyID: String, nonce: String, created: Int64, expiresAt: Int64, now: Int64)
         async throws -> NonceOutcome
     {
-        let rows = try await database.sql.raw(
+        guard database.kind == .postgres else {
+            let rows = try await database.write {
+                try await database.sql.raw(
+                    """
+                    INSERT INTO auth_nonces (key_id, nonce, created, expires_at)
+                    VALUES (\(bind: keyID), \(bind: nonce), \(bind: created), \(bind: expiresAt))
+                    ON CONFLICT (key_id, nonce) DO UPDATE SET created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
+                    WHERE auth_nonces.expires_at < \(bind: now)
+                    RETURNING key_id
+                    """
+                ).all()
+            }
+            return rows.isEmpty ? .replay : .recorded
+        }
+        for attempt in 0..<2 {
+            // One round trip: the floor, and the nonce recorded only when signed after it.
+            let row = try await database.sql.raw(
+                """
+                WITH floor AS (SELECT since FROM auth_replay_floor WHERE id = 1),
+                recorded AS (
+                    INSERT INTO auth_nonces (key_id, nonce, created, expires_at)
+                    SELECT \(bind: keyID), \(bind: nonce), \(bind: created), \(bind: expiresAt)
+                    FROM floor WHERE floor.since <= \(bind: created * 1000)
+                    ON CONFLICT (key_id, nonce) DO UPDATE SET created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
+                    WHERE auth_nonces.expires_at < \(bind: now)
+                    RETURNING 1 AS one)
+                SELECT (SELECT since FROM floor) AS since, (SELECT COUNT(*) FROM recorded) AS recorded
+                """
+            ).first()
+            guard let row, let since = try row.optionalInt("since") else {
+                if attempt == 0 { try await setFloor() }
+                continue
+            }
+            if created * 1000 < since { throw SignedBeforeReset() }
+            return try row.int("recorded") > 0 ? .recorded : .replay
+        }
+        throw SignedBeforeReset()
+    }
+
+    /// Sets the floor after the unlogged tables were emptied (the first caller's wins).
+    private func setFloor() async throws {
+        try await database.sql.raw(
             """
-            INSERT INTO auth_nonces (key_id, nonce, created, expires_at)
-            VALUES (\(bind: keyID), \(bind: nonce), \(bind: created), \(bind: expiresAt))
-            ON CONFLICT (key_id, nonce) DO UPDATE SET created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
-            WHERE auth_nonces.expires_at < \(bind: now)
-            RETURNING key_id
+            INSERT INTO auth_replay_floor (id, since)
+            VALUES (1, CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT) + \(bind: futureWindow * 1000))
+            ON CONFLICT (id) DO NOTHING
             """
-        ).all()
-        return rows.isEmpty ? .replay : .recorded
+        ).run()
+        database.logger.warning(
+            "the replay window was emptied by a database crash or failover: signatures made before now are refused"
+        )
+    }
+
+    /// The earliest signature time (Unix milliseconds) accepted, or nil when the window is
+    /// durable (SQLite) or was just emptied (PostgreSQL, until the next signed request).
+    func floor() async throws -> Int64? {
+        guard database.kind == .postgres else { return nil }
+        return try await database.sql.raw("SELECT since FROM auth_replay_floor WHERE id = 1")
+            .first()?.int("since")
     }
 
     /// Deletes entries whose window has passed.

@@ -175,6 +175,22 @@ enum Migrations {
             name: "server secrets shared by every instance",
             statements: ["CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)"]
         ),
+        Migration(
+            version: 500,
+            name: "PostgreSQL: the replay window unlogged, with the floor a crash resets",
+            statements: [],
+            then: { sql in
+                // SQLite keeps the window in its file; the floor matters only where the
+                // window can be emptied by a crash (see SQLNonceStore).
+                guard sql.dialect.name == "postgresql" else { return }
+                try await sql.raw("ALTER TABLE auth_nonces SET UNLOGGED").run()
+                try await sql.raw(
+                    "CREATE UNLOGGED TABLE auth_replay_floor (id INT PRIMARY KEY, since BIGINT NOT NULL)"
+                ).run()
+                // Nothing was lost so far (the table was logged): no signature is refused.
+                try await sql.raw("INSERT INTO auth_replay_floor (id, since) VALUES (1, 0)").run()
+            }
+        ),
     ]
 
     /// The newest schema version this server knows.

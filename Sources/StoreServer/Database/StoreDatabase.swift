@@ -118,7 +118,9 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
 /// SQLite runs in WAL mode with a busy timeout, so readers never wait for the writer and
 /// another process (an admin command) can write while the server runs. Transactions use
 /// `BEGIN IMMEDIATE` on SQLite (the write lock up front, no upgrade deadlocks) and take a
-/// pooled connection for their whole length on both databases.
+/// pooled connection for their whole length on both databases. On SQLite this process's
+/// writers (transactions, units of work, ``write(_:)``) queue for the write lock in memory,
+/// first come first served (``WriteGate``), rather than in SQLite's sleeping busy handler.
 public final class StoreDatabase: Sendable {
     /// The kind of database.
     public enum Kind: String, Sendable { case sqlite, postgres }
@@ -133,6 +135,10 @@ public final class StoreDatabase: Sendable {
     private let threadPool: NIOThreadPool?
     /// Faults a test injects into every statement (nil in production).
     let faults: InjectedFaults?
+    /// Connections the pool opens at most (per event loop times the event loops).
+    let poolSize: Int
+    /// SQLite: this process's writers take the write lock in turn (see ``WriteGate``).
+    private let writeGate = WriteGate()
 
     // AsyncKit's pools are not marked Sendable, but are built for use from any thread: every
     // method locks or hops to the pool's event loop.
@@ -168,6 +174,7 @@ public final class StoreDatabase: Sendable {
         if logger.logLevel > .debug { poolLogger.logLevel = .critical }
         self.poolLogger = poolLogger
         let group = MultiThreadedEventLoopGroup.singleton
+        let loops = group.makeIterator().reduce(0) { count, _ in count + 1 }
         switch location {
         case .sqlite(let path):
             kind = .sqlite
@@ -191,8 +198,8 @@ public final class StoreDatabase: Sendable {
             try Self.checkPrivate(directory: url.deletingLastPathComponent().path, of: path)
             let created = open(url.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
             if created >= 0 { close(created) }
-            let loops = group.makeIterator().reduce(0) { count, _ in count + 1 }
             let connectionsPerLoop = 2
+            poolSize = loops * connectionsPerLoop
             // One thread per connection plus spares: a connection waiting for the write lock
             // (busy timeout) holds a thread, and the lock holder must still get one.
             let threads = NIOThreadPool(numberOfThreads: loops * connectionsPerLoop + 2)
@@ -220,6 +227,7 @@ public final class StoreDatabase: Sendable {
         case .postgres(let text):
             kind = .postgres
             threadPool = nil
+            poolSize = loops * max(1, maxConnections)
             var configuration: SQLPostgresConfiguration
             do {
                 var url = text
@@ -285,7 +293,22 @@ public final class StoreDatabase: Sendable {
         async throws -> T
     {
         if let unit = currentUnit { return try await unit.savepoint(body) }
-        return try await withConnection { sql, begin in
+        return try await write {
+            try await transactionOnConnection(body)
+        }
+    }
+
+    /// Runs `body`, a write outside a transaction (one statement), in this process's turn for
+    /// SQLite's write lock; on PostgreSQL at once.
+    func write<T>(_ body: () async throws -> T) async throws -> T {
+        guard kind == .sqlite, currentUnit == nil else { return try await body() }
+        return try await writeGate.run(body)
+    }
+
+    private func transactionOnConnection<T: Sendable>(
+        _ body: @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        try await withConnection { sql, begin in
             try await sql.raw(SQLQueryString(begin)).run()
             do {
                 let result = try await body(sql)

@@ -57,16 +57,18 @@ extension StoreDatabase {
     /// Inside a unit already, `body` simply joins it.
     func withUnitOfWork<T>(_ body: () async throws -> T) async throws -> T {
         if currentUnit != nil { return try await body() }
-        return try await withConnection { sql, begin in
-            try await sql.raw(SQLQueryString(begin)).run()
-            do {
-                let unit = UnitOfWork(sql: sql, owner: ObjectIdentifier(self))
-                let result = try await Self.$unit.withValue(unit) { try await body() }
-                try await sql.raw("COMMIT").run()
-                return result
-            } catch {
-                try? await sql.raw("ROLLBACK").run()
-                throw error
+        return try await write {
+            try await withConnection { sql, begin in
+                try await sql.raw(SQLQueryString(begin)).run()
+                do {
+                    let unit = UnitOfWork(sql: sql, owner: ObjectIdentifier(self))
+                    let result = try await Self.$unit.withValue(unit) { try await body() }
+                    try await sql.raw("COMMIT").run()
+                    return result
+                } catch {
+                    try? await sql.raw("ROLLBACK").run()
+                    throw error
+                }
             }
         }
     }

@@ -22,8 +22,17 @@ struct SignatureMiddleware: RouterMiddleware {
     ) async throws -> Response {
         var request = request
         let body = try await request.collect(limit: bodyLimit)
-        var signedIn = try await gate.authenticate(request, body: body, scheme: context.scheme)
-        signedIn.access = try await users.access(signedIn.subject)
+        let session = try await gate.session(of: request)
+        // The caller's role and stores are read while the signature is checked and its nonce
+        // recorded (two round trips at once); they are used only if the signature holds.
+        async let access = users.access(session.subject)
+        var signedIn = try await gate.verify(
+            request,
+            body: body,
+            scheme: context.scheme,
+            session: session
+        )
+        signedIn.access = try await access
         var context = context
         context.signedIn = signedIn
         context.logger[metadataKey: "subject"] = .string(signedIn.subject)

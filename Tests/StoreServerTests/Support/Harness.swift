@@ -162,6 +162,7 @@ struct TestServer: Sendable {
         sessionLifetime: TimeInterval = 30 * 86_400,
         clockShift: TimeInterval = 0,
         metricsPort: Int? = nil,
+        maxRequestsInFlight: Int? = nil,
         logger: Logger = TestDatabases.logger
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
@@ -188,6 +189,7 @@ struct TestServer: Sendable {
         configuration.connections = connections
         configuration.bodyTimeout = bodyTimeout
         configuration.metricsAddress = metricsPort.map { .init(host: "127.0.0.1", port: $0) }
+        configuration.maxRequestsInFlight = maxRequestsInFlight
         let server = try await RunningStoreServer.start(
             configuration: configuration,
             logger: logger

@@ -151,6 +151,20 @@ public protocol SessionStore: Sendable {
     /// Housekeeping: deletes tokens whose `expiresAt` is before `date`, and sessions left
     /// without tokens (revoked ones included).
     func purge(expiredBefore date: Date) async throws
+
+    /// The token with this digest and its session (nil when the session is unknown), or nil
+    /// when the token is unknown: what ``token(digest:)`` then ``session(id:)`` return, in
+    /// one read where the store can (a SQL join: one round trip per signed request instead of
+    /// two). The default implementation makes the two calls.
+    func tokenWithSession(digest: String) async throws -> (TokenRecord, SessionRecord?)?
+}
+
+extension SessionStore {
+    /// ``token(digest:)``, then ``session(id:)`` of its session.
+    public func tokenWithSession(digest: String) async throws -> (TokenRecord, SessionRecord?)? {
+        guard let token = try await token(digest: digest) else { return nil }
+        return (token, try await session(id: token.sessionID))
+    }
 }
 
 /// Sessions and tokens in process memory (one server process; lost on restart).

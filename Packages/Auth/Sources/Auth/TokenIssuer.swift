@@ -425,13 +425,16 @@ public final class TokenIssuer: Sendable {
         -> AuthSession
     {
         let digest = Self.digest(accessToken)
-        guard let record = try await call({ try await store.token(digest: digest) }) else {
+        guard
+            let (record, found) = try await call({
+                try await store.tokenWithSession(digest: digest)
+            })
+        else {
             throw TokenRejection(reason: .unknown)
         }
         guard record.kind == .access else { throw TokenRejection(reason: .malformed) }
         guard record.expiresAt > now else { throw TokenRejection(reason: .expired) }
-        guard let session = try await call({ try await store.session(id: record.sessionID) }),
-            session.revokedAt == nil
+        guard let session = found, session.revokedAt == nil
         else { throw TokenRejection(reason: .revoked) }
         guard isAlive(session, now: now) else { throw TokenRejection(reason: .expired) }
         return AuthSession(
