@@ -127,6 +127,7 @@ struct Serve: AsyncParsableCommand {
         configuration.port = port
         configuration.database = options.location
         configuration.demoData = demoData
+        configuration.calendarClock = { TestClock.now() }
         configuration.passwordIterations = options.passwordCost
         configuration.accessTokenTTL = TimeInterval(accessTokenTtl)
         configuration.refreshTokenTTL = TimeInterval(refreshTokenTtl)

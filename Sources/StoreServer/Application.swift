@@ -57,7 +57,8 @@ final class ServerContext: Sendable {
             repository: repository,
             config: config,
             customers: customers,
-            logger: logger
+            logger: logger,
+            now: configuration.calendarClock
         )
         catalog = CatalogService(repository: repository)
         signIn = SignInService(
@@ -113,12 +114,14 @@ func makePasswordHasher(iterations: Int) -> PasswordHasher {
 }
 
 /// Opens the database, runs pending migrations, creates the configuration defaults and
-/// (with `demoData`) loads the demo data into an empty database.
+/// (with `demoData`) loads the demo data, built around the day of `now`, into an empty
+/// database.
 public func prepareDatabase(
     _ location: DatabaseLocation,
     demoData: Bool = false,
     passwordIterations: Int = 600_000,
     maxConnections: Int = 4,
+    now: Date = Date(),
     logger: Logger
 ) async throws -> StoreDatabase {
     try await prepareDatabase(
@@ -127,6 +130,7 @@ public func prepareDatabase(
         passwordIterations: passwordIterations,
         maxConnections: maxConnections,
         faults: nil,
+        now: now,
         logger: logger
     )
 }
@@ -139,6 +143,7 @@ func prepareDatabase(
     passwordIterations: Int,
     maxConnections: Int,
     faults: InjectedFaults?,
+    now: Date = Date(),
     logger: Logger
 ) async throws -> StoreDatabase {
     let database = try StoreDatabase(
@@ -154,6 +159,7 @@ func prepareDatabase(
             try await DemoData.seedIfEmpty(
                 database,
                 passwordIterations: passwordIterations,
+                now: now,
                 logger: logger
             )
         }
@@ -198,6 +204,7 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
         passwordIterations: configuration.passwordIterations,
         maxConnections: configuration.databaseConnections,
         faults: configuration.faults,
+        now: configuration.calendarClock(),
         logger: logger
     )
     let context = ServerContext(

@@ -17,7 +17,7 @@ struct Workstation {
     }
 
     var environment: [String: String] {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = FixedClock.applied(to: ProcessInfo.processInfo.environment)
         environment.removeValue(forKey: "SHOPFLOOR_SERVER")
         environment.removeValue(forKey: "SHOPFLOOR_SUITE")
         environment["SHOPFLOOR_HOME"] = home.path
@@ -273,11 +273,8 @@ struct ReservationsCommandTests {
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
-        let start = RFC3339.string(
-            from: Date(timeIntervalSinceNow: 3 * 86_400).addingTimeInterval(
-                -Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 3_600)
-            )
-        )
+        // Saturday noon in Berlin, by the fixed clock: within the store's opening hours.
+        let start = RFC3339.string(from: CounterTests.berlinTime(days: 3, hour: 12))
         let common = [
             "new", "--store", DemoStores.berlin.uuidString, "--start", start, "--topic",
             "Suit fitting", "--party-size", "2",

@@ -175,6 +175,11 @@ enum Migrations {
             name: "server secrets shared by every instance",
             statements: ["CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)"]
         ),
+        Migration(
+            version: 400,
+            name: "stores' opening hours (JSON by weekday; NULL: any time)",
+            statements: ["ALTER TABLE stores ADD COLUMN opening_hours TEXT"]
+        ),
     ]
 
     /// The newest schema version this server knows.

@@ -25,7 +25,7 @@ final class StoreServerProcess: Sendable {
         if !FileManager.default.fileExists(atPath: database.path) {
             try await DemoDatabase.copy(to: database)
         }
-        var environment = ProcessInfo.processInfo.environment
+        var environment = FixedClock.applied(to: ProcessInfo.processInfo.environment)
         environment["SHOPFLOOR_HOME"] = database.deletingLastPathComponent().path
         child = try await ChildProcess.start(
             CommandRunner.builtBinary("store-server"),
@@ -88,7 +88,8 @@ enum DemoDatabase {
 
     private static let template = Task<URL, any Error> {
         let file = directory.appendingPathComponent("demo.sqlite")
-        var environment = ProcessInfo.processInfo.environment
+        // Seeded around the fixed clock's day, like every server of the run.
+        var environment = FixedClock.applied(to: ProcessInfo.processInfo.environment)
         environment["SHOPFLOOR_HOME"] = directory.path
         for step in [["migrate"], ["seed", "--demo"]] {
             let outcome = try await CommandRunner.run(
