@@ -202,7 +202,8 @@ public final class StoreAdmin: Sendable {
         else {
             throw UserError(
                 code: .notFound,
-                message: "store '\(reference.prefix(64))' does not exist (give its id or short name)"
+                message:
+                    "store '\(reference.prefix(64))' does not exist (give its id or short name)"
             )
         }
         return store

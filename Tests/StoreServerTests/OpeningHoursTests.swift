@@ -1,5 +1,6 @@
 import Foundation
 import Models
+import Synchronization
 import Testing
 
 @testable import StoreServer
@@ -162,7 +163,9 @@ struct OpeningHoursTests {
             ["store", "hours", "berlin-kurfuerstendamm", "--json"] + db
         )
         let store = try ModelsJSON.makeDecoder().decode(Store.self, from: Data(shown.stdout.utf8))
-        #expect(store.openingHours?.description == "Mon–Fri closed, Sat 09:00-20:00, Sun 12:00-16:00")
+        #expect(
+            store.openingHours?.description == "Mon–Fri closed, Sat 09:00-20:00, Sun 12:00-16:00"
+        )
 
         // The server takes the new hours: Sunday afternoon now, no longer Monday.
         let server = try await TestServer.start(kind, location: location)
@@ -181,6 +184,66 @@ struct OpeningHoursTests {
             )
             #expect(onMonday.status == 422)
             #expect(try onMonday.problem().detail?.contains("closed on Mondays") == true)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    @Test(
+        "search pages keep the first page's order (upcoming first) though the clock moves between them",
+        arguments: DatabaseKind.allCases
+    )
+    func searchOrderAcrossPages(kind: DatabaseKind) async throws {
+        // Each search reads the clock; it moves six hours every time it is read.
+        let start = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded())
+        let reads = Mutex(0)
+        let server = try await TestServer.start(
+            kind,
+            calendarClock: {
+                start + Double(
+                    reads.withLock { count in
+                        defer { count += 1 }
+                        return count
+                    }
+                ) * 6 * 3_600
+            }
+        )
+        do {
+            let client = try await server.client()
+            var all: [ReservationDetail] = []
+            var cursor: String?
+            var split: Date?
+            repeat {
+                let page: Page<ReservationDetail> = try await client.send(
+                    "GET",
+                    "/v1/reservations?store=berlin-kurfuerstendamm&limit=23"
+                        + (cursor.map { "&cursor=\($0)" } ?? "")
+                ).decode()
+                all += page.items
+                cursor = page.nextCursor
+                // The first page's split instant, as its cursor carries it.
+                if split == nil, let cursor,
+                    let values = PageCursor(
+                        decoding: cursor,
+                        count: Repository.reservationCursorValues
+                    )?.values, let millis = Int64(values[0])
+                {
+                    split = DBTime.date(millis)
+                }
+            } while cursor != nil
+            #expect(reads.withLock { $0 } > 3)
+            let pivot = try #require(split)
+            #expect(pivot.timeIntervalSince(start) < 2 * 6 * 3_600)
+            #expect(Set(all.map(\.id)).count == all.count && all.count > 100)
+            let keys = all.map { detail in
+                let upcoming = detail.reservation.endsAt > pivot
+                let begins = detail.reservation.startsAt.timeIntervalSince1970
+                return (upcoming ? 0 : 1, upcoming ? begins : -begins, detail.id.uuidString)
+            }
+            #expect(zip(keys, keys.dropFirst()).allSatisfy { $0 < $1 })
+            #expect(keys.first?.0 == 0 && keys.last?.0 == 1)
         } catch {
             await server.stop()
             throw error

@@ -180,6 +180,7 @@ struct TestServer: Sendable {
         sessionLifetime: TimeInterval = 30 * 86_400,
         clockShift: TimeInterval = 0,
         now: Date? = nil,
+        calendarClock: (@Sendable () -> Date)? = nil,
         metricsPort: Int? = nil,
         logger: Logger = TestDatabases.logger
     ) async throws -> TestServer {
@@ -203,6 +204,7 @@ struct TestServer: Sendable {
         configuration.sessionLifetime = sessionLifetime
         configuration.localClock = { Date() + clockShift }
         if let now { configuration.calendarClock = { now } }
+        if let calendarClock { configuration.calendarClock = calendarClock }
         configuration.idleTimeout = idleTimeout
         configuration.drainTimeout = drainTimeout
         configuration.connections = connections
