@@ -177,10 +177,10 @@ struct List: AsyncParsableCommand {
             let page: Fetched<Page<ReservationDetail>>
             if store == nil {
                 (page, config) = try await readWithConfiguration(client, output: output) {
-                    try await client.reservations(query)
+                    try await client.reservations(query, now: TestClock.now())
                 }
             } else {
-                page = try await client.reservations(query)
+                page = try await client.reservations(query, now: TestClock.now())
             }
             output.sayIfCached(page, what: "the reservations")
             if let first = page.value.items.first {
@@ -245,7 +245,7 @@ struct Search: AsyncParsableCommand {
                 cursor: filters.cursor
             )
             let (page, _) = try await readWithConfiguration(client, output: output) {
-                try await client.reservations(query)
+                try await client.reservations(query, now: TestClock.now())
             }
             output.sayIfCached(page, what: "the search results")
             try output.printList(

@@ -121,4 +121,26 @@ struct OpeningHoursTests {
             store: open
         )
     }
+
+    @Test("lists go upcoming first (nearest first), then past ones (most recent first)")
+    func listOrder() throws {
+        let base = try APITests.detail()
+        let now = date("2026-12-02T12:00:00Z")
+        func at(_ start: String, minutes: Double = 60) throws -> ReservationDetail {
+            var detail = base
+            detail.reservation.startsAt = date(start)
+            detail.reservation.endsAt = date(start) + minutes * 60
+            detail.reservation.id = UUID()
+            return detail
+        }
+        let running = try at("2026-12-02T11:30:00Z")  // not over yet: upcoming
+        let soon = try at("2026-12-02T13:00:00Z")
+        let later = try at("2026-12-05T09:00:00Z")
+        let justOver = try at("2026-12-02T10:00:00Z")
+        let lastWeek = try at("2026-11-25T10:00:00Z")
+        let listed = [lastWeek, later, justOver, soon, running].sorted(
+            by: ReservationDetail.upcomingFirst(now: now)
+        )
+        #expect(listed.map(\.id) == [running, soon, later, justOver, lastWeek].map(\.id))
+    }
 }
