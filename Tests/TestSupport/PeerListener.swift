@@ -9,7 +9,7 @@ import Foundation
 /// `serve` on a thread of its own, so a peer that blocks or never stops writing holds no
 /// thread of Swift's concurrency pool. Stopped (the socket shut down, accepting ended) by
 /// ``stop()`` or when released; connections already handed out end when `serve` returns.
-public final class LoopbackListener: @unchecked Sendable {
+public final class PeerListener: @unchecked Sendable {
     // Safe: `fd` and `port` are set in `init` and only read afterwards; the accepting thread
     // ends when `stop()` shuts the socket down.
 
@@ -33,6 +33,37 @@ public final class LoopbackListener: @unchecked Sendable {
         backlog: Int32 = 64,
         serve: @escaping @Sendable (Int32) -> Void
     ) throws {
+        let (fd, port) = try Self.listeningSocket(host: host, port: wanted, backlog: backlog)
+        self.fd = fd
+        self.host = host
+        self.port = port
+        Thread.detachNewThread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 {
+                    if errno == EINTR || errno == ECONNABORTED { continue }
+                    return
+                }
+                Thread.detachNewThread {
+                    defer { close(client) }
+                    serve(client)
+                }
+            }
+        }
+    }
+
+    deinit {
+        stop()
+        close(fd)
+    }
+
+    /// A socket listening on `host`:`port` (0: a free port) with `backlog`, and its port:
+    /// for a test peer that accepts in its own way (or never).
+    public static func listeningSocket(
+        host: String = "127.0.0.1",
+        port wanted: Int = 0,
+        backlog: Int32 = 64
+    ) throws -> (fd: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
             throw Failure(description: "socket: \(String(cString: strerror(errno)))")
@@ -59,25 +90,8 @@ public final class LoopbackListener: @unchecked Sendable {
                 _ = getsockname(fd, $0, &length)
             }
         }
-        self.fd = fd
-        self.host = host
-        port = Int(UInt16(bigEndian: address.sin_port))
-        Thread.detachNewThread {
-            while true {
-                let client = accept(fd, nil, nil)
-                if client < 0 {
-                    if errno == EINTR || errno == ECONNABORTED { continue }
-                    return
-                }
-                Thread.detachNewThread {
-                    defer { close(client) }
-                    serve(client)
-                }
-            }
-        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
-
-    deinit { stop() }
 
     /// Stops accepting: new connections are refused.
     public func stop() {
