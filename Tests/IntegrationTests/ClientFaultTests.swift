@@ -117,12 +117,8 @@ struct ClientFaultTests {
 
     @Test("A damaged token file exits 77 (sign in again), not 1")
     func damagedTokenFile() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-token")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("damaged-token")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -136,12 +132,8 @@ struct ClientFaultTests {
 
     @Test("A 404 page from a broken proxy in the server's place keeps the kept product")
     func proxyPageKeepsProduct() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "proxy-404")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("proxy-404")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -168,12 +160,8 @@ struct ClientFaultTests {
         .enabled(if: geteuid() == 0, "mounting a small tmpfs needs root")
     )
     func prefetchFullDisk() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "full-disk")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("full-disk")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -209,12 +197,9 @@ struct ClientFaultTests {
         "Damaged image-index slots are repaired, not a crash; FIFOs in entries' places are misses"
     )
     func damagedImageCache() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-index")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("damaged-index")
+        defer { server.discard() }
+        let directory = server.directory
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)

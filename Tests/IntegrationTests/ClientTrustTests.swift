@@ -45,12 +45,8 @@ final class RecordingListener: Sendable {
 struct ClientTrustTests {
     @Test("A loopback server is never reached through a proxy, whatever the proxy variables say")
     func proxyNeverUsedForLoopback() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "trust-proxy")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("trust-proxy")
+        defer { server.discard() }
         let proxy = try RecordingListener()
         let station = try Workstation()
         defer { station.remove() }
@@ -128,12 +124,8 @@ struct ClientTrustTests {
         .enabled(if: geteuid() == 0, "running the squatter as nobody needs root")
     )
     func squatterGetsNothing() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "trust-squat")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("trust-squat")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -289,12 +281,8 @@ struct ClientTrustTests {
         "Sign-out removes every suite app's kept server data and says what; --keep-cache keeps it"
     )
     func signOutRemovesKeptData() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "trust-logout")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("trust-logout")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         let container = station.home.appendingPathComponent("shopfloor")

@@ -580,12 +580,8 @@ struct ReservationsCommandTests {
         "The configuration is revalidated with its ETag (304), and a change on the server applies"
     )
     func configurationRevalidated() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-etag")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("reservations-etag")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
