@@ -234,12 +234,8 @@ struct CounterTests {
         "At the fixed date an existing customer is booked for tomorrow 10:00 in one pass; hours are kept"
     )
     func bookingAtFixedDate() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "counter-hours")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("counter-hours")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
