@@ -198,7 +198,13 @@ struct Search: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "search",
         abstract: "Find reservations by customer name, e-mail, phone or confirmation code.",
-        discussion: "Example: reservations search weber --status confirmed"
+        discussion: """
+            Upcoming reservations come first (nearest first), then past ones (most recent \
+            first), as the server orders them; a partial list from kept data offline keeps \
+            the same order.
+
+            Example: reservations search weber --status confirmed
+            """
     )
 
     @Argument(help: ArgumentHelp("What to look for.", valueName: "text"))

@@ -265,6 +265,12 @@ struct CounterTests {
         #expect(shown.contains("booking for the existing customer"), "\(shown)")
         let mine = try await station.run(["search", email, "--json"])
         let found = try decode(Page<ReservationDetail>.self, mine).items
+        // Search lists upcoming first by the same fixed clock, on the server's side.
+        #expect(
+            found.map(\.id)
+                == found.sorted(by: ReservationDetail.upcomingFirst(now: FixedClock.now)).map(\.id)
+        )
+        #expect(found.contains { $0.reservation.endsAt <= FixedClock.now }, "no past reservation")
         let made = try #require(found.first { $0.reservation.topic == "Alterations" })
         #expect(made.reservation.startsAt == Self.berlinTime(days: 1, hour: 10))
         #expect(made.customer.id == known.id)
