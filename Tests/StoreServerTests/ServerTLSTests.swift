@@ -85,6 +85,39 @@ struct ServerTLSTests {
         await server.stop()
     }
 
+    @Test("Over a connection cap, a TLS client gets the 503 encrypted, not plain bytes")
+    func capAnsweredOverTLS() async throws {
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        let files = try await pki.server("server1", serial: 1001)
+        let server = try await TestServer.start(
+            .sqlite,
+            connections: LoadLimiter.Limits(total: 100, perKey: ["address": 1]),
+            tls: files
+        )
+        let port = try #require(server.url.port)
+        let held = try await ChildProcess.start(
+            URL(fileURLWithPath: "/usr/bin/openssl"),
+            [
+                "s_client", "-connect", "127.0.0.1:\(port)", "-CAfile", pki.authority,
+                "-verify_return_error", "-nocommands", "-ign_eof",
+            ],
+            stdin: .writer,
+            stdout: .pipe,
+            stderr: .discarded
+        )
+        #expect(await held.line(startingWith: "Verify return code: 0", timeout: 30) != nil)
+        let refused = try await TLSClient.get(
+            server.url.appendingPathComponent("health").absoluteString,
+            authority: pki.authority,
+            extra: ["-i"]
+        )
+        #expect(refused.body.hasPrefix("HTTP/1.1 503"), "\(refused.verbose.suffix(800))")
+        #expect(refused.body.contains("Retry-After: "))
+        held.signal(SIGKILL)
+        await server.stop()
+    }
+
     @Test("reloadTLS serves new files to new connections; files that cannot be served keep the old")
     func reloadInProcess() async throws {
         let pki = try await TestPKI.make()
