@@ -210,11 +210,18 @@ let package = Package(
             path: "Apps/store-server",
             swiftSettings: swiftSettings
         ),
+        // Peers the root test targets play (listeners on loopback); never in a shipped build.
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "StoreServerTests",
             dependencies: [
                 "CommandSupport",
                 "StoreServer",
+                "TestSupport",
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -231,6 +238,7 @@ let package = Package(
             name: "SuiteClientTests",
             dependencies: [
                 "SuiteClient",
+                "TestSupport",
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
                 .product(name: "Logging", package: "swift-log"),
@@ -256,6 +264,7 @@ let package = Package(
                 "CommandSupport",
                 "SuiteClient",
                 "ProductImages",
+                "TestSupport",
                 .product(name: "ChildProcesses", package: "ChildProcesses"),
                 .product(name: "ImageCache", package: "ImageCache"),
                 .product(name: "Models", package: "Models"),

@@ -94,12 +94,8 @@ struct CounterTests {
         "Booking takes relative times in the store's zone, lists every problem at once, refuses the past"
     )
     func bookingRules() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "counter-book")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("counter-book")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -178,12 +174,8 @@ struct CounterTests {
 
     @Test("At a terminal the form asks every value, asks again with the rule, and confirms")
     func interactiveBooking() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "counter-tty")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("counter-tty")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -236,12 +228,8 @@ struct CounterTests {
 
     @Test("Tables fit the terminal, omit what the query fixes; the next page is a ready command")
     func reading() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "counter-read")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("counter-read")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -284,12 +272,8 @@ struct CounterTests {
 
     @Test("A phone typed in national form finds the customer stored in international form")
     func nationalPhone() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "counter-phone")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("counter-phone")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)

@@ -52,6 +52,29 @@ final class StoreServerProcess: Sendable {
         self.port = found
     }
 
+    /// The directory that holds the database (and the server's log).
+    var directory: URL { database.deletingLastPathComponent() }
+
+    /// A server on a fresh copy of the demo database in a new temporary directory named
+    /// `prefix-<uuid>`; ``discard()`` stops it and removes the directory.
+    static func scratch(_ prefix: String) async throws -> StoreServerProcess {
+        let directory = try CommandRunner.temporaryDirectory(prefix: prefix)
+        do {
+            return try await StoreServerProcess(
+                database: directory.appendingPathComponent("s.sqlite")
+            )
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    /// Sends SIGTERM and removes the server's directory (for a `defer` after ``scratch(_:)``).
+    func discard() {
+        terminate()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
     /// Stops the server with SIGTERM and waits for it to exit.
     func stop() async {
         guard child.isRunning else { return }
