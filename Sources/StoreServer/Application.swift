@@ -269,7 +269,11 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
         server: server,
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port),
-            serverName: nil
+            serverName: nil,
+            // Hummingbird's 256 loses handshakes in a burst of connects (the kernel completes
+            // them for the client, then drops them with the accept queue full); the kernel
+            // caps this at net.core.somaxconn (4096 on Debian).
+            backlog: 4096
         ),
         services: services,
         onServerRunning: { channel in
