@@ -182,6 +182,7 @@ let package = Package(
                 .product(name: "PNG", package: "PNG"),
                 .product(name: "Auth", package: "Auth"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "SQLiteKit", package: "sqlite-kit"),
                 .product(name: "PostgresKit", package: "postgres-kit"),

@@ -59,6 +59,10 @@ public struct StoreServerConfiguration: Sendable {
     /// demo data is built around. Not the time signatures and tokens are judged by (the
     /// database's clock); tests fix it (`SHOPFLOOR_TEST_NOW` in `store-server`).
     public var calendarClock: @Sendable () -> Date = { Date() }
+    /// Serve TLS (1.2 or later) with these files instead of plain HTTP: the listener speaks
+    /// TLS only. The files are read when the server starts and again on
+    /// ``RunningStoreServer/reloadTLS()``.
+    public var tls: TLSFiles?
     /// This machine's clock (tests shift it to stand for an instance whose clock is off).
     var localClock: @Sendable () -> Date = { Date() }
     /// Faults a test injects into the database's statements (never set outside tests).

@@ -182,6 +182,7 @@ struct TestServer: Sendable {
         now: Date? = nil,
         calendarClock: (@Sendable () -> Date)? = nil,
         metricsPort: Int? = nil,
+        tls: TLSFiles? = nil,
         logger: Logger = TestDatabases.logger
     ) async throws -> TestServer {
         let resolved: DatabaseLocation
@@ -210,6 +211,7 @@ struct TestServer: Sendable {
         configuration.connections = connections
         configuration.bodyTimeout = bodyTimeout
         configuration.metricsAddress = metricsPort.map { .init(host: "127.0.0.1", port: $0) }
+        configuration.tls = tls
         let server = try await RunningStoreServer.start(
             configuration: configuration,
             logger: logger
@@ -349,9 +351,14 @@ final class ServerProcess: Sendable {
     }
 
     /// Starts `store-server serve --port 0` on `location` and waits for its first line.
-    init(location: DatabaseLocation, port: Int = 0, quiet: Bool = true, extra: [String] = [])
-        async throws
-    {
+    /// With `log`, stderr goes to that file (to be read while the server runs).
+    init(
+        location: DatabaseLocation,
+        port: Int = 0,
+        quiet: Bool = true,
+        extra: [String] = [],
+        log: String? = nil
+    ) async throws {
         let database: String
         switch location {
         case .sqlite(let path): database = path
@@ -363,7 +370,8 @@ final class ServerProcess: Sendable {
                 "serve", "--port", String(port), "--database", database,
                 "--insecure-password-cost-for-tests", "--password-cost",
                 String(testPasswordCost),
-            ] + (quiet ? ["--quiet"] : []) + extra
+            ] + (quiet ? ["--quiet"] : []) + extra,
+            stderr: log.map { .path($0) } ?? .pipe
         )
         let text = await child.nextLine(timeout: 120) ?? ""
         guard text.hasPrefix("listening on "),
