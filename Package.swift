@@ -182,6 +182,7 @@ let package = Package(
                 .product(name: "PNG", package: "PNG"),
                 .product(name: "Auth", package: "Auth"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "SQLiteKit", package: "sqlite-kit"),
                 .product(name: "PostgresKit", package: "postgres-kit"),
@@ -209,11 +210,18 @@ let package = Package(
             path: "Apps/store-server",
             swiftSettings: swiftSettings
         ),
+        // Peers the root test targets play (listeners on loopback); never in a shipped build.
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "StoreServerTests",
             dependencies: [
                 "CommandSupport",
                 "StoreServer",
+                "TestSupport",
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -230,6 +238,7 @@ let package = Package(
             name: "SuiteClientTests",
             dependencies: [
                 "SuiteClient",
+                "TestSupport",
                 .product(name: "Models", package: "Models"),
                 .product(name: "Auth", package: "Auth"),
                 .product(name: "Logging", package: "swift-log"),
@@ -255,6 +264,7 @@ let package = Package(
                 "CommandSupport",
                 "SuiteClient",
                 "ProductImages",
+                "TestSupport",
                 .product(name: "ChildProcesses", package: "ChildProcesses"),
                 .product(name: "ImageCache", package: "ImageCache"),
                 .product(name: "Models", package: "Models"),

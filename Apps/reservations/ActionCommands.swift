@@ -199,11 +199,24 @@ struct Reschedule: AsyncParsableCommand {
                     "the new time is not valid: \(error.field) \(error.reason)"
                 )
             }
-            let updated = try await client.reschedule(
-                detail.id,
-                version: ifVersion ?? detail.reservation.version,
-                changes: changes
-            )
+            let updated: ReservationDetail
+            do {
+                updated = try await client.reschedule(
+                    detail.id,
+                    version: ifVersion ?? detail.reservation.version,
+                    changes: changes
+                )
+            } catch let error as SuiteClientError where error.code == .validationFailed {
+                // The server's refusal in words (a time outside the opening hours says them).
+                let reasons = error.fieldErrors.map(\.message)
+                throw SuiteClientError(
+                    .validationFailed,
+                    "\(parsed) was not moved: "
+                        + (reasons.isEmpty ? error.message : reasons.joined(separator: "; ")),
+                    status: error.status,
+                    problem: error.problem
+                )
+            }
             output.note(
                 "moved \(updated.reservation.confirmationCode) to \(Output.span(updated.reservation.startsAt, updated.reservation.endsAt, in: updated.store)) (version \(updated.reservation.version))"
             )

@@ -177,10 +177,10 @@ struct List: AsyncParsableCommand {
             let page: Fetched<Page<ReservationDetail>>
             if store == nil {
                 (page, config) = try await readWithConfiguration(client, output: output) {
-                    try await client.reservations(query)
+                    try await client.reservations(query, now: TestClock.now())
                 }
             } else {
-                page = try await client.reservations(query)
+                page = try await client.reservations(query, now: TestClock.now())
             }
             output.sayIfCached(page, what: "the reservations")
             if let first = page.value.items.first {
@@ -198,7 +198,13 @@ struct Search: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "search",
         abstract: "Find reservations by customer name, e-mail, phone or confirmation code.",
-        discussion: "Example: reservations search weber --status confirmed"
+        discussion: """
+            Upcoming reservations come first (nearest first), then past ones (most recent \
+            first), as the server orders them; a partial list from kept data offline keeps \
+            the same order.
+
+            Example: reservations search weber --status confirmed
+            """
     )
 
     @Argument(help: ArgumentHelp("What to look for.", valueName: "text"))
@@ -245,7 +251,7 @@ struct Search: AsyncParsableCommand {
                 cursor: filters.cursor
             )
             let (page, _) = try await readWithConfiguration(client, output: output) {
-                try await client.reservations(query)
+                try await client.reservations(query, now: TestClock.now())
             }
             output.sayIfCached(page, what: "the search results")
             try output.printList(

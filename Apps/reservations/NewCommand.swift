@@ -19,8 +19,9 @@ struct New: AsyncParsableCommand {
             command with exit 64, listing every problem at once (so does the end of stdin). \
             Without a terminal, answers are read line by line from stdin. Times are in the \
             store's time zone: 'tomorrow 10:00', 'today 15:00', 'friday 9:30', '+2h', \
-            '2025-06-02 10:00', or RFC 3339; a start in the past is refused. The end defaults \
-            to the store's slot length (flag reservationSlotMinutes).
+            '2025-06-02 10:00', or RFC 3339; a start in the past or outside the store's opening \
+            hours (`reservations stores --json` shows them) is refused. The end defaults to the \
+            store's slot length (flag reservationSlotMinutes).
 
             Example:
               reservations new --store 5D0F1C2A-0004-4A00-8000-000000000004 \\
@@ -130,8 +131,15 @@ struct New: AsyncParsableCommand {
             var asker = Asker(enabled: !noInput)
             var form = FormState()
             let zone = storeInfo.resolvedTimeZone
-            let now = Date()
+            let now = TestClock.now()
             let place = "\(storeInfo.timeZone) time"
+            var slot = 30 * 60.0
+            if case .number(let minutes)? = config.configuration.value(
+                of: "reservationSlotMinutes",
+                for: target
+            ), minutes > 0 {
+                slot = minutes * 60
+            }
             let startsAt = form.obtain(
                 start,
                 field: "startsAt",
@@ -151,14 +159,18 @@ struct New: AsyncParsableCommand {
                         "\(TimeInput.wall(instant, in: zone)) is in the past (it is \(TimeInput.wall(now, in: zone)) \(place))"
                     )
                 }
+                // The served opening hours, for the default slot (a given end is checked
+                // with them again).
+                do {
+                    try ReservationRules.checkOpeningHours(
+                        startsAt: instant,
+                        endsAt: instant.addingTimeInterval(end == nil ? slot : 60),
+                        store: storeInfo
+                    )
+                } catch {
+                    throw RuleError((error as? Models.ValidationError)?.reason ?? "\(error)")
+                }
                 return instant
-            }
-            var slot = 30 * 60.0
-            if case .number(let minutes)? = config.configuration.value(
-                of: "reservationSlotMinutes",
-                for: target
-            ), minutes > 0 {
-                slot = minutes * 60
             }
             var endsAt = startsAt.map { $0.addingTimeInterval(slot) }
             if let startsAt, end != nil {
@@ -180,6 +192,15 @@ struct New: AsyncParsableCommand {
                         throw RuleError(
                             "\(TimeInput.wall(instant, in: zone)) is not after the start \(TimeInput.wall(startsAt, in: zone)) (\(place))"
                         )
+                    }
+                    do {
+                        try ReservationRules.checkOpeningHours(
+                            startsAt: startsAt,
+                            endsAt: instant,
+                            store: storeInfo
+                        )
+                    } catch {
+                        throw RuleError((error as? Models.ValidationError)?.reason ?? "\(error)")
                     }
                     return instant
                 }

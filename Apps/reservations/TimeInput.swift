@@ -1,5 +1,6 @@
 import ArgumentParser
 import ClientCommands
+import CommandSupport
 import Foundation
 import Models
 
@@ -17,7 +18,12 @@ enum TimeInput {
     ///   (`15:00`) is today;
     /// - `now`, or a span from now: `+2h`, `+90m`, `+1h30m`, `+1d`.
     /// - Throws: `ValidationError` naming `option` and the accepted forms.
-    static func instant(_ text: String, in zone: TimeZone, now: Date = Date(), option: String)
+    static func instant(
+        _ text: String,
+        in zone: TimeZone,
+        now: Date = TestClock.now(),
+        option: String
+    )
         throws -> Date
     {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
@@ -142,7 +148,8 @@ enum TimeInput {
 
     /// A calendar day in `zone`: `today`, `tomorrow`, `yesterday`, a weekday (`friday`: the
     /// next one, today on a Friday) or `YYYY-MM-DD`.
-    static func day(_ text: String, in zone: TimeZone, now: Date = Date(), option: String) throws
+    static func day(_ text: String, in zone: TimeZone, now: Date = TestClock.now(), option: String)
+        throws
         -> String
     {
         if civil(text) != nil { return text }

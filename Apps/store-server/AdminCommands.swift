@@ -91,7 +91,7 @@ struct Seed: AsyncParsableCommand {
 
     func run() async throws {
         try await runAdmin(options) { admin in
-            let summary = try await admin.seedDemo()
+            let summary = try await admin.seedDemo(now: TestClock.now())
             if summary.loaded {
                 try StandardOutput.line(
                     "loaded \(summary.stores) stores, \(summary.customers) customers, \(summary.reservations) reservations, \(summary.products) products, users \(DemoData.username) (associate), \(DemoData.managerUsername) (manager), \(DemoData.adminUsername) (admin)"

@@ -10,11 +10,16 @@ import StoreServer
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve the API (first stdout line: listening on http://HOST:PORT).",
+        abstract: "Serve the API (first stdout line: listening on http[s]://HOST:PORT).",
         discussion: """
             SIGINT or SIGTERM stops accepting connections and answers the requests in flight \
             (for at most --drain-timeout seconds, then closes what is left), then exits 130 or \
             143; a second signal exits at once.
+
+            With --tls-certificate and --tls-key the listener speaks TLS 1.2 or later only \
+            (no plain HTTP). SIGHUP reads both files again: new connections get the new \
+            certificate, open ones keep theirs; files that cannot be served are logged as an \
+            error and the previous certificate stays.
             """
     )
 
@@ -66,6 +71,20 @@ struct Serve: AsyncParsableCommand {
     var metricsPort: Int?
     @Option(help: "Address of the /metrics listener (with --metrics-port).")
     var metricsHost = "127.0.0.1"
+    @Option(
+        help: ArgumentHelp(
+            "Serve TLS with this PEM certificate (the server's first, then any intermediates).",
+            valueName: "file"
+        )
+    )
+    var tlsCertificate: String?
+    @Option(
+        help: ArgumentHelp(
+            "The PEM private key of --tls-certificate (unencrypted).",
+            valueName: "file"
+        )
+    )
+    var tlsKey: String?
     @OptionGroup var options: DatabaseOptions
 
     func validate() throws {
@@ -119,6 +138,12 @@ struct Serve: AsyncParsableCommand {
         guard !metricsHost.isEmpty else {
             throw ValidationError("--metrics-host must not be empty")
         }
+        if tlsCertificate != nil, tlsKey == nil {
+            throw ValidationError("--tls-key is missing: --tls-certificate needs its key")
+        }
+        if tlsKey != nil, tlsCertificate == nil {
+            throw ValidationError("--tls-certificate is missing: --tls-key needs its certificate")
+        }
         for range in trustedProxies where TrustedProxies.Range(range) == nil {
             throw ValidationError(
                 "--trusted-proxy '\(range.prefix(60))' is not an address range such as 10.0.0.0/8 or 2001:db8::/32"
@@ -139,6 +164,7 @@ struct Serve: AsyncParsableCommand {
         configuration.port = port
         configuration.database = options.location
         configuration.demoData = demoData
+        configuration.calendarClock = { TestClock.now() }
         configuration.passwordIterations = options.passwordCost
         configuration.accessTokenTTL = TimeInterval(accessTokenTtl)
         configuration.refreshTokenTTL = TimeInterval(refreshTokenTtl)
@@ -159,11 +185,15 @@ struct Serve: AsyncParsableCommand {
         configuration.metricsAddress = metricsPort.map {
             StoreServerConfiguration.ListenAddress(host: metricsHost, port: $0)
         }
+        if let tlsCertificate, let tlsKey {
+            configuration.tls = TLSFiles(certificate: tlsCertificate, key: tlsKey)
+        }
         configuration.notifier = SystemdNotifier(environment: ProcessInfo.processInfo.environment)
         let displayHost = host.contains(":") ? "[\(host)]" : host
+        let scheme = configuration.tls == nil ? "http" : "https"
         configuration.onListening = { _, port in
             do {
-                try StandardOutput.line("listening on http://\(displayHost):\(port)")
+                try StandardOutput.line("listening on \(scheme)://\(displayHost):\(port)")
             } catch {
                 Console.warning("\(error); serving on port \(port) all the same")
             }
@@ -178,6 +208,8 @@ struct Serve: AsyncParsableCommand {
             throw CommandError.failure("\(error)")
         }
         StopSignal.onStop { Task { await server.stop() } }
+        // Caught even without TLS: a reload asked of a plain server is logged, not fatal.
+        ReloadSignal.onReload { server.reloadTLS() }
         do {
             try await server.wait()
         } catch {

@@ -21,10 +21,12 @@ struct StoreServerCommand: SuiteCommand {
               store-server serve --port 0 --database postgres://shopfloor@127.0.0.1/shopfloor
               printf '%s' "$PASSWORD" | store-server user add ana --display-name "Ana Weber"
               store-server config set-flag checkInEnabled false --store 5D0F1C2A-0006-4A00-8000-000000000006
+              store-server store hours berlin-kurfuerstendamm sunday closed
             """,
         version: SuiteVersion.current,
         subcommands: [
-            Serve.self, Migrate.self, Backup.self, Seed.self, UserCommand.self, ConfigCommand.self,
+            Serve.self, Migrate.self, Backup.self, Seed.self, UserCommand.self, StoreCommand.self,
+            ConfigCommand.self,
         ],
         defaultSubcommand: Serve.self
     )

@@ -26,6 +26,15 @@ static void on_stop_signal(int number) {
     errno = saved;
 }
 
+static void on_reload_signal(int number) {
+    int saved = errno;
+    // The same self-pipe as the stop signals; the watcher tells them apart by the byte.
+    unsigned char byte = (unsigned char)number;
+    ssize_t ignored = write(signal_pipe[1], &byte, 1);
+    (void)ignored;
+    errno = saved;
+}
+
 static void occupy_closed_descriptors(void) {
     for (int fd = 0; fd <= 2; fd++) {
         if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
@@ -75,6 +84,21 @@ void sf_startup_install(void) {
         }
     }
     sigprocmask(SIG_UNBLOCK, &stops, NULL);
+}
+
+int sf_reload_install(void) {
+    sf_startup_install();
+    if (signal_pipe[1] < 0) return -1;
+    struct sigaction action;
+    action.sa_handler = on_reload_signal;
+    sigfillset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    if (sigaction(SIGHUP, &action, NULL) != 0) return -1;
+    sigset_t hangup;
+    sigemptyset(&hangup);
+    sigaddset(&hangup, SIGHUP);
+    sigprocmask(SIG_UNBLOCK, &hangup, NULL);
+    return 0;
 }
 
 int sf_signal_fd(void) { return signal_pipe[0]; }

@@ -31,6 +31,7 @@ public enum StopSignal {
         var actions: [@Sendable () -> Void] = []
         var stopping = false
         var grace = StopSignal.defaultGrace
+        var reloadActions: [@Sendable () -> Void] = []
     }
 
     private static let state = Mutex<State>(State())
@@ -80,6 +81,14 @@ public enum StopSignal {
             return false
         }
         if now { action() }
+    }
+
+    /// Adds `action` to what SIGHUP runs (``ReloadSignal``), and installs its handler.
+    static func addReloadAction(_ action: @escaping @Sendable () -> Void) -> Bool {
+        install()
+        guard sf_reload_install() == 0 else { return false }
+        state.withLock { $0.reloadActions.append(action) }
+        return true
     }
 
     /// How long an exit waits for a write to stdout or stderr in progress to finish.
@@ -163,6 +172,12 @@ public enum StopSignal {
             }
             var byte: UInt8 = 0
             guard read(fd, &byte, 1) == 1 else { continue }
+            if Int32(byte) == SIGHUP {
+                // A reload: never a stop, and ignored once stopping.
+                let actions = state.withLock { $0.stopping ? [] : $0.reloadActions }
+                for action in actions { action() }
+                continue
+            }
             if first != 0 {
                 _exit(
                     first == SIGTERM

@@ -190,6 +190,47 @@ public final class StoreAdmin: Sendable {
         return try await NIOThreadPool.singleton.runIfActive { try hasher.hash(password) }
     }
 
+    // MARK: Stores
+
+    /// The store with id or short name `reference`; throws `UserError` (`notFound`) naming it.
+    public func store(_ reference: String) async throws -> Store {
+        guard
+            let store = try await Repository(database: database).store(
+                reference: reference,
+                scope: .everyStore
+            )
+        else {
+            throw UserError(
+                code: .notFound,
+                message:
+                    "store '\(reference.prefix(64))' does not exist (give its id or short name)"
+            )
+        }
+        return store
+    }
+
+    /// Sets `span` (nil: closed) on `days` of the store's opening hours and returns the store
+    /// as it is now. A store without hours starts from open all day, every day.
+    public func setOpeningHours(
+        _ store: Store,
+        days: [OpeningHours.Weekday],
+        span: OpeningHours.Span?
+    ) async throws -> Store {
+        var hours = store.openingHours ?? .allDay
+        hours.set(span, on: days)
+        guard try await Repository(database: database).setOpeningHours(hours, store: store.id)
+        else {
+            throw UserError(code: .notFound, message: "store \(store.name) no longer exists")
+        }
+        var updated = store
+        updated.openingHours = hours
+        logger.info(
+            "opening hours set",
+            metadata: ["store": .string(store.id.uuidString), "hours": .string(hours.description)]
+        )
+        return updated
+    }
+
     // MARK: Configuration
 
     /// The configuration service.
@@ -214,11 +255,12 @@ public final class StoreAdmin: Sendable {
 
     // MARK: Demo data
 
-    /// Loads the demo data into an empty database.
-    public func seedDemo() async throws -> DemoSummary {
+    /// Loads the demo data, built around the day of `now`, into an empty database.
+    public func seedDemo(now: Date = Date()) async throws -> DemoSummary {
         try await DemoData.seedIfEmpty(
             database,
             passwordIterations: passwordIterations,
+            now: now,
             logger: logger
         )
     }

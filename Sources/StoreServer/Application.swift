@@ -1,6 +1,7 @@
 internal import Auth
 public import Foundation
 public import Hummingbird
+internal import HummingbirdCore
 public import Logging
 internal import Models
 internal import NIOCore
@@ -57,7 +58,8 @@ final class ServerContext: Sendable {
             repository: repository,
             config: config,
             customers: customers,
-            logger: logger
+            logger: logger,
+            now: configuration.calendarClock
         )
         catalog = CatalogService(repository: repository)
         signIn = SignInService(
@@ -76,7 +78,12 @@ final class ServerContext: Sendable {
     /// signed and idempotent route groups. Returns the routes it added.
     func makeRouter(inFlight: LoadLimiter) -> (Router<StoreRequestContext>, [RegisteredRoute]) {
         let router = Router(context: StoreRequestContext.self)
-        router.add(middleware: AccessLogMiddleware(proxies: configuration.trustedProxies))
+        router.add(
+            middleware: AccessLogMiddleware(
+                proxies: configuration.trustedProxies,
+                directScheme: configuration.tls == nil ? "http" : "https"
+            )
+        )
         router.add(middleware: ProblemMiddleware(database: database))
         router.add(middleware: LoadSheddingMiddleware(limiter: inFlight))
         router.add(middleware: QueryTextMiddleware())
@@ -115,12 +122,14 @@ func makePasswordHasher(iterations: Int) -> PasswordHasher {
 }
 
 /// Opens the database, runs pending migrations, creates the configuration defaults and
-/// (with `demoData`) loads the demo data into an empty database.
+/// (with `demoData`) loads the demo data, built around the day of `now`, into an empty
+/// database.
 public func prepareDatabase(
     _ location: DatabaseLocation,
     demoData: Bool = false,
     passwordIterations: Int = 600_000,
     maxConnections: Int = 4,
+    now: Date = Date(),
     logger: Logger
 ) async throws -> StoreDatabase {
     try await prepareDatabase(
@@ -129,6 +138,7 @@ public func prepareDatabase(
         passwordIterations: passwordIterations,
         maxConnections: maxConnections,
         faults: nil,
+        now: now,
         logger: logger
     )
 }
@@ -141,6 +151,7 @@ func prepareDatabase(
     passwordIterations: Int,
     maxConnections: Int,
     faults: InjectedFaults?,
+    now: Date = Date(),
     logger: Logger
 ) async throws -> StoreDatabase {
     let database = try StoreDatabase(
@@ -156,6 +167,7 @@ func prepareDatabase(
             try await DemoData.seedIfEmpty(
                 database,
                 passwordIterations: passwordIterations,
+                now: now,
                 logger: logger
             )
         }
@@ -190,16 +202,22 @@ public func buildApplication(
     try await makeApplication(configuration: configuration, logger: logger).application
 }
 
-/// The application and the routes it serves.
+/// The application, the routes it serves and its TLS context (with `configuration.tls`).
 func makeApplication(configuration: StoreServerConfiguration, logger: Logger) async throws -> (
-    application: some ApplicationProtocol, routes: [RegisteredRoute]
+    application: some ApplicationProtocol, routes: [RegisteredRoute], tls: ServerTLS?
 ) {
+    // Before the database: a certificate that cannot be served stops the start at once.
+    let tls = try configuration.tls.map { files throws(TLSFilesError) in
+        try ServerTLS(files: files)
+    }
+    if let tls { logger.info("serving TLS", metadata: ["certificate": "\(tls.summary)"]) }
     let database = try await prepareDatabase(
         configuration.database,
         demoData: configuration.demoData,
         passwordIterations: configuration.passwordIterations,
         maxConnections: configuration.databaseConnections,
         faults: configuration.faults,
+        now: configuration.calendarClock(),
         logger: logger
     )
     let context = ServerContext(
@@ -239,25 +257,39 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
     let connections = LoadLimiter(limits: configuration.connections)
     let proxies = configuration.trustedProxies
     let bodyTimeout = configuration.bodyTimeout
+    let http1 = HTTP1Channel.Configuration(
+        additionalChannelHandlers: [
+            ConnectionGate(
+                limiter: connections,
+                proxies: proxies,
+                bodyTimeout: bodyTimeout,
+                logger: logger
+            ),
+            HTTPEdgeHandler(),
+        ],
+        idleTimeout: TimeAmount(configuration.idleTimeout)
+    )
+    let server: HTTPServerBuilder
+    if let tls {
+        server = HTTPServerBuilder { responder in
+            ReloadableTLSChannel(
+                base: HTTP1Channel(responder: responder, configuration: http1),
+                tls: tls
+            )
+        }
+    } else {
+        server = .http1(configuration: http1)
+    }
     var application = Application(
         router: router,
-        server: .http1(
-            configuration: .init(
-                additionalChannelHandlers: [
-                    ConnectionGate(
-                        limiter: connections,
-                        proxies: proxies,
-                        bodyTimeout: bodyTimeout,
-                        logger: logger
-                    ),
-                    HTTPEdgeHandler(),
-                ],
-                idleTimeout: TimeAmount(configuration.idleTimeout)
-            )
-        ),
+        server: server,
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port),
-            serverName: nil
+            serverName: nil,
+            // Hummingbird's 256 loses handshakes in a burst of connects (the kernel completes
+            // them for the client, then drops them with the accept queue full); the kernel
+            // caps this at net.core.somaxconn (4096 on Debian).
+            backlog: 4096
         ),
         services: services,
         onServerRunning: { channel in
@@ -272,7 +304,7 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
         logger: logger
     )
     application.logger.logLevel = logger.logLevel
-    return (application, routes)
+    return (application, routes, tls)
 }
 
 /// Closes the database pool when the service group shuts down (after the server drained).
@@ -315,7 +347,7 @@ struct Housekeeping: Service {
 /// on `configuration`'s address, stopped gracefully by ``stop()``. It handles no signals itself;
 /// whoever runs it decides when to stop it.
 public final class RunningStoreServer: Sendable {
-    /// `http://host:port`.
+    /// `http://host:port`, or `https://host:port` when it serves TLS.
     public let url: URL
     /// The routes it serves, in the order they were added.
     public let routes: [RegisteredRoute]
@@ -324,6 +356,8 @@ public final class RunningStoreServer: Sendable {
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
     private let drainTimeout: Duration
+    private let tls: ServerTLS?
+    private let logger: Logger
 
     private init(
         url: URL,
@@ -331,7 +365,9 @@ public final class RunningStoreServer: Sendable {
         metricsURL: URL?,
         group: ServiceGroup,
         task: Task<Void, any Error>,
-        drainTimeout: Duration
+        drainTimeout: Duration,
+        tls: ServerTLS?,
+        logger: Logger
     ) {
         self.url = url
         self.routes = routes
@@ -339,6 +375,8 @@ public final class RunningStoreServer: Sendable {
         self.group = group
         self.task = task
         self.drainTimeout = drainTimeout
+        self.tls = tls
+        self.logger = logger
     }
 
     /// Builds and starts the server; returns once it listens (after `configuration`'s own
@@ -364,7 +402,7 @@ public final class RunningStoreServer: Sendable {
             metricsContinuation.yield(port)
             metricsContinuation.finish()
         }
-        let (application, routes) = try await makeApplication(
+        let (application, routes, tls) = try await makeApplication(
             configuration: configuration,
             logger: logger
         )
@@ -401,13 +439,29 @@ public final class RunningStoreServer: Sendable {
         }
         let host = Self.urlHost(configuration.host)
         return RunningStoreServer(
-            url: URL(string: "http://\(host):\(port)")!,
+            url: URL(string: "\(tls == nil ? "http" : "https")://\(host):\(port)")!,
             routes: routes,
             metricsURL: metricsURL,
             group: group,
             task: task,
-            drainTimeout: configuration.drainTimeout
+            drainTimeout: configuration.drainTimeout,
+            tls: tls,
+            logger: logger
         )
+    }
+
+    /// Reads the TLS certificate and key files again (the `serve` command does on SIGHUP):
+    /// connections accepted from now on get the new certificate, open ones keep theirs. A
+    /// failure (an unreadable file, bad PEM, a key that does not match) is logged as an error
+    /// and the previous certificate stays served.
+    /// - Returns: whether the new files are served; false also without TLS.
+    @discardableResult
+    public func reloadTLS() -> Bool {
+        guard let tls else {
+            logger.notice("reload asked, but the server serves no TLS: nothing to reload")
+            return false
+        }
+        return tls.reload(logger: logger)
     }
 
     /// `host` as a URL's host (an IPv6 address in brackets).

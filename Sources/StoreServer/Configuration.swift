@@ -59,6 +59,14 @@ public struct StoreServerConfiguration: Sendable {
     /// How long one request may take from its head to the end of its body, however slowly it
     /// trickles in; then the connection is closed.
     public var bodyTimeout: Duration = .seconds(60)
+    /// The time reservations are judged by: which are upcoming (search order) and the day the
+    /// demo data is built around. Not the time signatures and tokens are judged by (the
+    /// database's clock); tests fix it (`SHOPFLOOR_TEST_NOW` in `store-server`).
+    public var calendarClock: @Sendable () -> Date = { Date() }
+    /// Serve TLS (1.2 or later) with these files instead of plain HTTP: the listener speaks
+    /// TLS only. The files are read when the server starts and again on
+    /// ``RunningStoreServer/reloadTLS()``.
+    public var tls: TLSFiles?
     /// This machine's clock (tests shift it to stand for an instance whose clock is off).
     var localClock: @Sendable () -> Date = { Date() }
     /// Faults a test injects into the database's statements (never set outside tests).

@@ -151,9 +151,10 @@ extension SuiteClient {
     static let pageNamespace = "reservations"
 
     /// A page of reservations; offline, the same query's kept page, else the kept
-    /// reservations that match it (``ReservationQuery/matches(_:)``).
-    public func reservations(_ query: ReservationQuery) async throws(SuiteClientError)
-        -> Fetched<Page<ReservationDetail>>
+    /// reservations that match it (``ReservationQuery/matches(_:)``), upcoming at `now` first
+    /// as the server lists them (``ReservationDetail/upcomingFirst(now:)``).
+    public func reservations(_ query: ReservationQuery, now: Date = Date())
+        async throws(SuiteClientError) -> Fetched<Page<ReservationDetail>>
     {
         do {
             let page = try await get(
@@ -170,10 +171,7 @@ extension SuiteClient {
             let kept = keptReservations().filter { query.matches($0.detail) }
             guard !kept.isEmpty else { throw error }
             let times = kept.map(\.fetchedAt)
-            let items = kept.map { $0.detail }.sorted {
-                ($0.reservation.startsAt, $0.id.uuidString)
-                    < ($1.reservation.startsAt, $1.id.uuidString)
-            }
+            let items = kept.map { $0.detail }.sorted(by: ReservationDetail.upcomingFirst(now: now))
             // Not the saved answer of this query: a partial list, labelled as one.
             return Fetched(
                 value: Page(items: Array(items.prefix(query.limit ?? 50)), nextCursor: nil),

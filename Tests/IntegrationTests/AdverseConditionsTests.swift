@@ -60,25 +60,6 @@ func statusChanges(_ server: StoreServerProcess, id: UUID, to status: String) th
     }.count
 }
 
-/// A throwaway directory with a server of its own on the demo data.
-struct OwnServer {
-    let directory: URL
-    let server: StoreServerProcess
-
-    init(_ name: String) async throws {
-        directory = try CommandRunner.temporaryDirectory(prefix: name)
-        server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-    }
-
-    /// Stops the server (without waiting: a `defer` cannot) and removes its files.
-    func remove() {
-        server.terminate()
-        try? FileManager.default.removeItem(at: directory)
-    }
-}
-
 /// `count` different confirmed reservations at stores where check-in is on.
 func confirmedReservations(_ station: Workstation, count: Int) async throws -> [ReservationDetail] {
     let run = try await station.run([
@@ -108,9 +89,9 @@ struct AdverseNetworkTests {
         arguments: SlowLink.allCases
     )
     func slowLinks(_ profile: SlowLink) async throws {
-        let own = try await OwnServer("slow-\(profile.rawValue)")
-        defer { own.remove() }
-        let relay = try await DelayRelay(to: own.server.port, link: profile.link)
+        let own = try await StoreServerProcess.scratch("slow-\(profile.rawValue)")
+        defer { own.discard() }
+        let relay = try await DelayRelay(to: own.port, link: profile.link)
         defer { relay.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -156,9 +137,9 @@ struct AdverseNetworkTests {
         arguments: SlowLink.allCases
     )
     func catalogOnSlowLinks(_ profile: SlowLink) async throws {
-        let own = try await OwnServer("catalog-slow-\(profile.rawValue)")
-        defer { own.remove() }
-        let relay = try await DelayRelay(to: own.server.port, link: profile.link)
+        let own = try await StoreServerProcess.scratch("catalog-slow-\(profile.rawValue)")
+        defer { own.discard() }
+        let relay = try await DelayRelay(to: own.port, link: profile.link)
         defer { relay.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -194,16 +175,16 @@ struct AdverseNetworkTests {
         "An answer slower than the connect timeout still arrives; only the deadline ends a wait, and then kept data answers"
     )
     func slowerThanConnectTimeout() async throws {
-        let own = try await OwnServer("slower")
-        defer { own.remove() }
+        let own = try await StoreServerProcess.scratch("slower")
+        defer { own.discard() }
         let station = try Workstation()
         defer { station.remove() }
-        try await station.login(own.server)
+        try await station.login(own)
         let found = try await confirmedReservation(station)
         let code = found.reservation.confirmationCode.description
         // 1.1 s each way: every answer takes longer than the 2 s connect timeout (a request
         // on a new connection 4.4 s, with its handshake).
-        let relay = try await DelayRelay(to: own.server.port, link: .init(delayMilliseconds: 1_100))
+        let relay = try await DelayRelay(to: own.port, link: .init(delayMilliseconds: 1_100))
         defer { relay.terminate() }
         let slow = try Workstation()
         defer { slow.remove() }
@@ -231,10 +212,10 @@ struct AdverseNetworkTests {
 
     @Test("A check-in whose answer is lost is retried with its Idempotency-Key and applied once")
     func lostAnswerAppliedOnce() async throws {
-        let own = try await OwnServer("lost-answer")
-        defer { own.remove() }
+        let own = try await StoreServerProcess.scratch("lost-answer")
+        defer { own.discard() }
         let relay = try await DelayRelay(
-            to: own.server.port,
+            to: own.port,
             link: .init(delayMilliseconds: 20),
             loseAnswers: 1,
             loseMatch: "POST /v1/reservations/"
@@ -244,7 +225,7 @@ struct AdverseNetworkTests {
         defer { station.remove() }
         try await station.login(url: relay.url)
         let found = try await confirmedReservation(station)
-        #expect(try statusChanges(own.server, id: found.id, to: "checkedIn") == 0)
+        #expect(try statusChanges(own, id: found.id, to: "checkedIn") == 0)
 
         let checkIn = try await station.bounded(["check-in", found.id.uuidString, "--json"])
         #expect(checkIn.status == 0, "\(checkIn.stderr)")
@@ -257,10 +238,10 @@ struct AdverseNetworkTests {
         #expect(counts["answersLost"] as? Int == 1)
         #expect((counts["requests"] as? [String: Int])?["POST"] ?? 0 >= 2, "\(counts)")
         // The server's own record: one change, one version step.
-        #expect(try statusChanges(own.server, id: found.id, to: "checkedIn") == 1)
+        #expect(try statusChanges(own, id: found.id, to: "checkedIn") == 1)
         let direct = try Workstation()
         defer { direct.remove() }
-        try await direct.login(own.server)
+        try await direct.login(own)
         let after = try decode(
             ReservationDetail.self,
             try await direct.run(["show", found.id.uuidString, "--json"])
@@ -273,11 +254,11 @@ struct AdverseNetworkTests {
         "On a dead network every reservations command ends within the connect timeout + 1 s, offline, with kept data where there is some"
     )
     func everyCommandOnDeadNetwork() async throws {
-        let own = try await OwnServer("dead-all")
+        let own = try await StoreServerProcess.scratch("dead-all")
         defer { try? FileManager.default.removeItem(at: own.directory) }
         let station = try Workstation()
         defer { station.remove() }
-        try await station.login(own.server)
+        try await station.login(own)
         let found = try await confirmedReservation(station)
         let id = found.id.uuidString
         let code = found.reservation.confirmationCode.description
@@ -289,8 +270,8 @@ struct AdverseNetworkTests {
             let run = try await station.run(warm)
             #expect(run.status == 0, "\(warm): \(run.stderr)")
         }
-        let port = own.server.port
-        await own.server.stop()
+        let port = own.port
+        await own.stop()
         let blackHole = try await BlackHole(port: port)
         defer { blackHole.close() }
 
@@ -348,15 +329,15 @@ struct StoppedAndInterruptedTests {
         "A client stopped (SIGTSTP) mid-request or at a prompt holds no lock: other clients and suite-defaults carry on"
     )
     func stoppedClientHoldsNoLock() async throws {
-        let own = try await OwnServer("stopped")
-        defer { own.remove() }
+        let own = try await StoreServerProcess.scratch("stopped")
+        defer { own.discard() }
         let station = try Workstation()
         defer { station.remove() }
-        try await station.login(own.server)
+        try await station.login(own)
         let two = try await confirmedReservations(station, count: 2)
         let (first, second) = (two[0], two[1])
         let relay = try await DelayRelay(
-            to: own.server.port,
+            to: own.port,
             hold: ["GET /v1/reservations/\(first.id.uuidString)"]
         )
         defer { relay.terminate() }
@@ -437,11 +418,11 @@ struct StoppedAndInterruptedTests {
         "catalog prefetch stopped (SIGTSTP) while its downloads wait holds no lock: the cache, the session and the settings stay usable"
     )
     func stoppedPrefetchHoldsNoLock() async throws {
-        let own = try await OwnServer("stopped-prefetch")
-        defer { own.remove() }
+        let own = try await StoreServerProcess.scratch("stopped-prefetch")
+        defer { own.discard() }
         // Every image request is held (the GTINs are stored as 14 digits: "0…"); product
         // pages pass.
-        let relay = try await DelayRelay(to: own.server.port, hold: ["GET /v1/products/0"])
+        let relay = try await DelayRelay(to: own.port, hold: ["GET /v1/products/0"])
         defer { relay.terminate() }
         let station = try Workstation()
         defer { station.remove() }
@@ -494,14 +475,14 @@ struct StoppedAndInterruptedTests {
         arguments: [SIGINT, SIGTERM]
     )
     func interruptedMidRequest(_ signal: Int32) async throws {
-        let own = try await OwnServer("interrupted")
-        defer { own.remove() }
+        let own = try await StoreServerProcess.scratch("interrupted")
+        defer { own.discard() }
         let station = try Workstation()
         defer { station.remove() }
-        try await station.login(own.server)
+        try await station.login(own)
         let found = try await confirmedReservation(station)
         let relay = try await DelayRelay(
-            to: own.server.port,
+            to: own.port,
             hold: [
                 "GET /v1/reservations/\(found.id.uuidString)",
                 "POST /v1/reservations/\(found.id.uuidString)/check-in",
@@ -530,7 +511,7 @@ struct StoppedAndInterruptedTests {
         // (a new key, nothing pending) goes through; the session and settings work.
         let direct = try Workstation()
         defer { direct.remove() }
-        try await direct.login(own.server)
+        try await direct.login(own)
         let now = try decode(
             ReservationDetail.self,
             try await direct.run(["show", found.id.uuidString, "--json"])
@@ -560,12 +541,8 @@ struct ServerDrainTests {
         arguments: [SIGINT, SIGTERM]
     )
     func drains(_ signal: Int32) async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "drain")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("drain")
+        defer { server.discard() }
         // A sign-in whose body is half sent: the server is in the middle of that request.
         let form = "grant_type=password&username=demo&password=shopfloor-demo"
         let head =

@@ -1,6 +1,7 @@
 import ChildProcesses
 import Foundation
 import Models
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -10,74 +11,29 @@ import Testing
 /// A peer on 127.0.0.1 that answers every connection with `reply` (then, unless `endless` is
 /// empty, writes `endless` again and again until the client goes away): a broken proxy's
 /// page, or a hostile server that never stops sending.
-final class HostileServer: @unchecked Sendable {
-    // Safe: `fd` and `port` are set in `init` and only read afterwards; `stopped` is only
-    // written before the socket is shut down, which ends the accepting thread.
-    let port: Int
-    private let fd: Int32
-    private var stopped = false
+final class HostileServer: Sendable {
+    private let listener: PeerListener
 
     init(port wanted: Int = 0, reply: String, endless: String = "", pause: useconds_t = 0)
         throws
     {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(wanted).bigEndian)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        try #require(bound == 0, "cannot bind 127.0.0.1:\(wanted)")
-        try #require(listen(fd, 64) == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = getsockname(fd, $0, &length)
-            }
-        }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
         let head = Array(reply.utf8)
         let unit = Array(endless.utf8)
-        Thread.detachNewThread { [self] in
-            while true {
-                let client = accept(fd, nil, nil)
-                guard client >= 0 else { return }
-                Thread.detachNewThread {
-                    defer { close(client) }
-                    var seen: [UInt8] = []
-                    var buffer = [UInt8](repeating: 0, count: 4096)
-                    while !seen.suffix(4).elementsEqual([13, 10, 13, 10]) {
-                        let count = recv(client, &buffer, buffer.count, 0)
-                        guard count > 0 else { return }
-                        seen += buffer[0..<count]
-                    }
-                    guard Self.write(client, head) else { return }
-                    while !unit.isEmpty, Self.write(client, unit) {
-                        if pause > 0 { usleep(pause) }
-                    }
-                }
+        listener = try PeerListener(port: wanted) { client in
+            let request = PeerListener.read(client) {
+                $0.suffix(4).elementsEqual([13, 10, 13, 10])
+            }
+            guard request.suffix(4).elementsEqual([13, 10, 13, 10]),
+                PeerListener.write(client, head)
+            else { return }
+            while !unit.isEmpty, PeerListener.write(client, unit) {
+                if pause > 0 { usleep(pause) }
             }
         }
     }
 
-    deinit {
-        shutdown(fd, Int32(SHUT_RDWR))
-        close(fd)
-    }
-
-    var url: String { "http://127.0.0.1:\(port)" }
-
-    private static func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes {
-            send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) == $0.count
-        }
-    }
+    var port: Int { listener.port }
+    var url: String { listener.url }
 }
 
 /// The client apps as real processes against hostile peers, blocked output, a full disk and
@@ -145,29 +101,24 @@ struct ClientFaultTests {
         ]
         for (peer, status) in peers {
             // Sign-in asks for the client configuration first: the peer answers that.
-            let started = Date()
-            let run = try await station.run(
+            // The command's own lifetime, clocked beside it: what the user waits.
+            let (run, seconds) = try await station.selfTimed(
                 [
                     "login", "--server", peer.url, "--user", "demo", "--password-stdin",
                     "--deadline", "2", "--connect-timeout", "1",
                 ],
                 stdin: Data("shopfloor-demo\n".utf8)
             )
-            let seconds = Date().timeIntervalSince(started)
             #expect(run.status == status, "\(peer.url): \(run.stderr)")
-            #expect(seconds < 3, "\(peer.url) took \(seconds) s")
+            #expect(seconds < 3, "\(peer.url) took \(seconds) s (seen after \(run.seconds) s)")
             #expect(run.stderr.hasPrefix("error: "))
         }
     }
 
     @Test("A damaged token file exits 77 (sign in again), not 1")
     func damagedTokenFile() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-token")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("damaged-token")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -181,12 +132,8 @@ struct ClientFaultTests {
 
     @Test("A 404 page from a broken proxy in the server's place keeps the kept product")
     func proxyPageKeepsProduct() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "proxy-404")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("proxy-404")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -213,12 +160,8 @@ struct ClientFaultTests {
         .enabled(if: geteuid() == 0, "mounting a small tmpfs needs root")
     )
     func prefetchFullDisk() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "full-disk")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("full-disk")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -254,12 +197,9 @@ struct ClientFaultTests {
         "Damaged image-index slots are repaired, not a crash; FIFOs in entries' places are misses"
     )
     func damagedImageCache() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "damaged-index")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("damaged-index")
+        defer { server.discard() }
+        let directory = server.directory
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)

@@ -1,6 +1,8 @@
 import ChildProcesses
 import Foundation
 import Models
+import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -9,61 +11,32 @@ import Testing
 
 /// A listener that records how many bytes each connection sent it and answers nothing: a
 /// proxy that should never be used, in this process.
-final class RecordingListener: @unchecked Sendable {
-    // Safe: `received` is only touched under `lock`; `fd` and `port` are set in `init`.
-    let port: Int
-    private let fd: Int32
-    private let lock = NSLock()
-    private var received = 0
-    private var connections = 0
+final class RecordingListener: Sendable {
+    private final class Counts: Sendable {
+        let value = Mutex((connections: 0, bytes: 0))
+    }
+    private let listener: PeerListener
+    private let counts = Counts()
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        try #require(bound == 0)
-        try #require(listen(fd, 64) == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = getsockname(fd, $0, &length)
-            }
-        }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
-        Thread.detachNewThread { [self] in
+        let counts = self.counts
+        listener = try PeerListener { client in
+            counts.value.withLock { $0.connections += 1 }
+            var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
-                let client = accept(fd, nil, nil)
-                guard client >= 0 else { return }
-                lock.withLock { connections += 1 }
-                Thread.detachNewThread { [self] in
-                    defer { close(client) }
-                    var buffer = [UInt8](repeating: 0, count: 4096)
-                    while true {
-                        let count = recv(client, &buffer, buffer.count, 0)
-                        guard count > 0 else { return }
-                        lock.withLock { received += count }
-                    }
-                }
+                let count = recv(client, &buffer, buffer.count, 0)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return }
+                counts.value.withLock { $0.bytes += count }
             }
         }
     }
 
-    deinit {
-        shutdown(fd, Int32(SHUT_RDWR))
-        close(fd)
-    }
-
-    var url: String { "http://127.0.0.1:\(port)" }
+    var port: Int { listener.port }
+    var url: String { listener.url }
 
     /// Connections accepted and bytes received so far.
-    var seen: (connections: Int, bytes: Int) { lock.withLock { (connections, received) } }
+    var seen: (connections: Int, bytes: Int) { counts.value.withLock { $0 } }
 }
 
 /// Issue 26's attacks on the client as real processes: a proxy, a port squatter run as
@@ -72,12 +45,8 @@ final class RecordingListener: @unchecked Sendable {
 struct ClientTrustTests {
     @Test("A loopback server is never reached through a proxy, whatever the proxy variables say")
     func proxyNeverUsedForLoopback() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "trust-proxy")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("trust-proxy")
+        defer { server.discard() }
         let proxy = try RecordingListener()
         let station = try Workstation()
         defer { station.remove() }
@@ -155,12 +124,8 @@ struct ClientTrustTests {
         .enabled(if: geteuid() == 0, "running the squatter as nobody needs root")
     )
     func squatterGetsNothing() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "trust-squat")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("trust-squat")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -316,12 +281,8 @@ struct ClientTrustTests {
         "Sign-out removes every suite app's kept server data and says what; --keep-cache keeps it"
     )
     func signOutRemovesKeptData() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "trust-logout")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("trust-logout")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         let container = station.home.appendingPathComponent("shopfloor")

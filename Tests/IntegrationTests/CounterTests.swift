@@ -68,8 +68,10 @@ struct CounterTests {
     /// Berlin's time zone, the demo associate's home store.
     static let berlin = TimeZone(identifier: "Europe/Berlin")!
 
-    /// The instant of `day` days from today at `hour`:`minute` in Berlin.
-    static func berlinTime(days: Int, hour: Int, minute: Int = 0, now: Date = Date()) -> Date {
+    /// The instant of `day` days from today (by the fixed clock) at `hour`:`minute` in Berlin.
+    static func berlinTime(days: Int, hour: Int, minute: Int = 0, now: Date = FixedClock.now)
+        -> Date
+    {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = berlin
         let today = calendar.startOfDay(for: now)
@@ -94,12 +96,8 @@ struct CounterTests {
         "Booking takes relative times in the store's zone, lists every problem at once, refuses the past"
     )
     func bookingRules() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "counter-book")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("counter-book")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -146,9 +144,11 @@ struct CounterTests {
             ] + customer
         )
         #expect(later.status == 0, "\(later.stderr)")
-        let gap = try decode(ReservationDetail.self, later).reservation.startsAt
-            .timeIntervalSinceNow
-        #expect(gap > 2.5 * 3_600 && gap < 3 * 3_600 + 60)
+        // Exactly three hours after the fixed clock's now.
+        #expect(
+            try decode(ReservationDetail.self, later).reservation.startsAt
+                == FixedClock.now + 3 * 3_600
+        )
 
         // The past and an end before the start, said in the store's time.
         let past = try await station.run(
@@ -178,12 +178,8 @@ struct CounterTests {
 
     @Test("At a terminal the form asks every value, asks again with the rule, and confirms")
     func interactiveBooking() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "counter-tty")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("counter-tty")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -234,14 +230,90 @@ struct CounterTests {
         #expect(Set(found.map(\.customer.id)).count == 1, "two customers for one person")
     }
 
+    @Test(
+        "At the fixed date an existing customer is booked for tomorrow 10:00 in one pass; hours are kept"
+    )
+    func bookingAtFixedDate() async throws {
+        let server = try await StoreServerProcess.scratch("counter-hours")
+        defer { server.discard() }
+        let station = try Workstation()
+        defer { station.remove() }
+        try await station.login(server)
+        let listed = try await station.run([
+            "search", "example.com", "--store", "berlin-kurfuerstendamm", "--limit", "1", "--json",
+        ])
+        let known = try #require(try decode(Page<ReservationDetail>.self, listed).items.first)
+            .customer
+        let email = try #require(known.email).value
+
+        // One pass of the form, no error: "tomorrow 10:00" is Thursday 10:00 in Berlin.
+        let (booked, shown) = try await runInTerminal(
+            [
+                CommandRunner.builtBinary("reservations").path, "new", "--store",
+                "berlin-kurfuerstendamm", "--json",
+            ],
+            environment: station.environment,
+            answers: [
+                ("Start", ["tomorrow 10:00"]), ("Party", [""]), ("Topic", ["Alterations"]),
+                ("First name", [known.givenName]), ("Last name", [known.familyName]),
+                ("E-mail", [email]), ("optional", [""]), ("customer already", ["y"]),
+                ("Book it", ["y"]),
+            ]
+        )
+        #expect(booked == 0, "\(shown)")
+        #expect(!shown.contains("error:") && !shown.contains("warning:"), "\(shown)")
+        #expect(shown.contains("booking for the existing customer"), "\(shown)")
+        let mine = try await station.run(["search", email, "--json"])
+        let found = try decode(Page<ReservationDetail>.self, mine).items
+        // Search lists upcoming first by the same fixed clock, on the server's side.
+        #expect(
+            found.map(\.id)
+                == found.sorted(by: ReservationDetail.upcomingFirst(now: FixedClock.now)).map(\.id)
+        )
+        #expect(found.contains { $0.reservation.endsAt <= FixedClock.now }, "no past reservation")
+        let made = try #require(found.first { $0.reservation.topic == "Alterations" })
+        #expect(made.reservation.startsAt == Self.berlinTime(days: 1, hour: 10))
+        #expect(made.customer.id == known.id)
+
+        // Outside the served hours (Berlin: Mon–Sat 09:00-20:00, closed on Sundays) the form
+        // says the hours in the store's time and asks again.
+        let (again, screen) = try await runInTerminal(
+            [
+                CommandRunner.builtBinary("reservations").path, "new", "--store",
+                "berlin-kurfuerstendamm", "--customer", known.id.uuidString,
+            ],
+            environment: station.environment,
+            answers: [
+                ("Start", ["sunday 12:00", "tomorrow 7:30", "tomorrow 12:00"]), ("Party", [""]),
+                ("Topic", ["Hemming"]), ("Book it", ["y"]),
+            ]
+        )
+        #expect(again == 0, "\(screen)")
+        #expect(screen.contains("closed on Sundays"), "\(screen)")
+        #expect(screen.contains("open 09:00-20:00 that day"), "\(screen)")
+        #expect(screen.contains("Europe/Berlin time: Mon–Sat 09:00-20:00, Sun closed"), "\(screen)")
+        let noInput = try await station.run([
+            "new", "--store", "berlin-kurfuerstendamm", "--customer", known.id.uuidString,
+            "--start", "sunday 12:00", "--topic", "x", "--no-input",
+        ])
+        #expect(noInput.status == 64)
+        #expect(noInput.stderr.contains("closed on Sundays"), "\(noInput.stderr)")
+
+        // A move outside the hours is refused by the server, in words.
+        let moved = try await station.run([
+            "reschedule", made.reservation.confirmationCode.description, "--start",
+            "sunday 12:00",
+        ])
+        #expect(moved.status == 64, "\(moved.stderr)")
+        #expect(moved.stderr.contains("was not moved"), "\(moved.stderr)")
+        #expect(moved.stderr.contains("closed on Sundays"), "\(moved.stderr)")
+        #expect(moved.stderr.contains("Europe/Berlin time"), "\(moved.stderr)")
+    }
+
     @Test("Tables fit the terminal, omit what the query fixes; the next page is a ready command")
     func reading() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "counter-read")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("counter-read")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
@@ -284,12 +356,8 @@ struct CounterTests {
 
     @Test("A phone typed in national form finds the customer stored in international form")
     func nationalPhone() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "counter-phone")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("counter-phone")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)

@@ -17,7 +17,7 @@ struct Workstation {
     }
 
     var environment: [String: String] {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = FixedClock.applied(to: ProcessInfo.processInfo.environment)
         environment.removeValue(forKey: "SHOPFLOOR_SERVER")
         environment.removeValue(forKey: "SHOPFLOOR_SUITE")
         environment["SHOPFLOOR_HOME"] = home.path
@@ -35,6 +35,35 @@ struct Workstation {
             stdin: stdin
         )
     }
+
+    /// Runs `reservations` inside a shell that clocks the process itself: the seconds from
+    /// its exec to its exit, free of the time this test process took to notice the exit (a
+    /// loaded machine can starve the test's concurrency pool for many seconds).
+    func selfTimed(_ arguments: [String], stdin: Data? = nil) async throws -> (
+        ProcessOutcome, Double
+    ) {
+        let script = """
+            start=$EPOCHREALTIME; "$@"; status=$?
+            printf '\\nshopfloor-test-elapsed %s %s\\n' "$start" "$EPOCHREALTIME" >&2
+            exit $status
+            """
+        var run = try await CommandRunner.run(
+            URL(fileURLWithPath: "/bin/bash"),
+            ["-c", script, "bash", CommandRunner.builtBinary("reservations").path] + arguments,
+            environment: environment,
+            stdin: stdin
+        )
+        let text = run.stderr
+        guard let marker = text.range(of: "\nshopfloor-test-elapsed ", options: .backwards)
+        else { throw SelfTimingMissing(stderr: text) }
+        let times = text[marker.upperBound...].split(whereSeparator: \.isWhitespace)
+            .compactMap { Double($0) }
+        guard times.count == 2 else { throw SelfTimingMissing(stderr: text) }
+        run.stderrData = Data(text[..<marker.lowerBound].utf8)
+        return (run, times[1] - times[0])
+    }
+
+    struct SelfTimingMissing: Error { let stderr: String }
 
     func timed(_ arguments: [String]) async throws -> (ProcessOutcome, Double) {
         let start = Date()
@@ -273,11 +302,8 @@ struct ReservationsCommandTests {
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)
-        let start = RFC3339.string(
-            from: Date(timeIntervalSinceNow: 3 * 86_400).addingTimeInterval(
-                -Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 3_600)
-            )
-        )
+        // Saturday noon in Berlin, by the fixed clock: within the store's opening hours.
+        let start = RFC3339.string(from: CounterTests.berlinTime(days: 3, hour: 12))
         let common = [
             "new", "--store", DemoStores.berlin.uuidString, "--start", start, "--topic",
             "Suit fitting", "--party-size", "2",
@@ -551,12 +577,8 @@ struct ReservationsCommandTests {
         "The configuration is revalidated with its ETag (304), and a change on the server applies"
     )
     func configurationRevalidated() async throws {
-        let directory = try CommandRunner.temporaryDirectory(prefix: "reservations-etag")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try await StoreServerProcess(
-            database: directory.appendingPathComponent("s.sqlite")
-        )
-        defer { server.terminate() }
+        let server = try await StoreServerProcess.scratch("reservations-etag")
+        defer { server.discard() }
         let station = try Workstation()
         defer { station.remove() }
         try await station.login(server)

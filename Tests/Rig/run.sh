@@ -7,7 +7,8 @@
 #   rig      scripts/rig.sh (root and network namespaces; skipped with the reason otherwise):
 #            the client apps over https through HAProxy to two store-servers on PostgreSQL,
 #            with the CA installed the Debian way; a terminal without it; one instance killed
-#            mid-run; PostgreSQL restarted
+#            mid-run; PostgreSQL restarted; then a second rig where store-server serves TLS
+#            itself (--server-tls): https straight to it, its certificate renewed by SIGHUP
 #
 #   Tests/Rig/run.sh BIN_PATH [install|rig]...     (default: both)
 #
@@ -29,10 +30,12 @@ skipped=0
 work=$(mktemp -d "${TMPDIR:-/tmp}/shopfloor-rig-tests.XXXXXX")
 chmod 0755 "$work"
 rig_state=
+tls_state=
 cleanup() {
-  if [[ -n $rig_state ]]; then
-    bash "$repo/scripts/rig.sh" down "$rig_state" >/dev/null 2>&1 || true
-  fi
+  local state
+  for state in "$rig_state" "$tls_state"; do
+    [[ -n $state ]] && bash "$repo/scripts/rig.sh" down "$state" >/dev/null 2>&1 || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -489,6 +492,55 @@ t_rig_postgres_errors() {
   done
 }
 
+# store-server terminating TLS itself (--server-tls: 8443, no plain listener, HAProxy speaking
+# TLS to it): the client straight to app1 over https, then a renewed certificate reloaded by
+# SIGHUP without a restart.
+t_rig_server_tls() {
+  local pki=$tls_state/pki
+  tls_client() { rig client "$tls_state" "$@"; }
+  rig up "$tls_state" "$bin" --password-cost 1000 --server-tls
+  grep -q "^listening on https://10.204.0.21:8443" "$tls_state/app1.out" ||
+    fail "app1 did not announce https: $(head -1 "$tls_state/app1.out")"
+  rig route "$tls_state" app1
+  tls_client python3 "$repo/Benchmarks/network/flows.py" prepare --bin "$bin" \
+    --server https://shopfloor.test:8443 --home "$tls_state/client" --checkins 2 \
+    --out "$tls_state/client/pool.json"
+  local checkin
+  checkin=$(tls_client python3 -c "import json; print(json.load(open('$tls_state/client/pool.json'))['checkin'][0]['code'])")
+  # A signed POST: the server counts its own TLS connections as https for the signature.
+  tls_client env SHOPFLOOR_SERVER=https://shopfloor.test:8443 "$bin/reservations" check-in "$checkin" --json |
+    grep -q '"checkedIn"' || fail "check-in straight to app1 over TLS failed"
+  # Plain http to the TLS port gets no HTTP answer.
+  if tls_client curl -sS -m 5 -o /dev/null -w '%{http_code}' http://shopfloor.test:8443/health 2>/dev/null | grep -q '^[1-5]'; then
+    fail "plain http answered on the TLS port"
+  fi
+  # Renew app1's certificate (a new serial from the same CA) and reload it with SIGHUP.
+  local before after
+  serial() {
+    tls_client bash -c 'openssl s_client -connect shopfloor.test:8443 -servername shopfloor.test -verify_return_error </dev/null 2>/dev/null | openssl x509 -noout -serial'
+  }
+  before=$(serial)
+  [[ -n $before ]] || fail "no certificate verified from app1 before the reload"
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=app1.shopfloor.test \
+    -keyout "$pki/renewed.key" -out "$pki/renewed.csr" 2>/dev/null
+  openssl x509 -req -in "$pki/renewed.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 2 -out "$pki/renewed.crt" 2>/dev/null \
+    -extfile <(printf 'subjectAltName=DNS:app1.shopfloor.test,DNS:shopfloor.test,IP:10.204.0.21\nextendedKeyUsage=serverAuth\n')
+  # Written into the existing files: they keep their owner (the service user) and mode.
+  cat "$pki/renewed.crt" >"$pki/app1.crt"
+  cat "$pki/renewed.key" >"$pki/app1.key"
+  kill -HUP "$(cat "$tls_state/app1.pid")"
+  local deadline=$((SECONDS + 20))
+  until grep -q "TLS certificate reloaded" "$tls_state/app1.log"; do
+    ((SECONDS < deadline)) || fail "no reload logged: $(tail -3 "$tls_state/app1.log")"
+    sleep 0.1
+  done
+  after=$(serial)
+  [[ -n $after && $after != "$before" ]] || fail "app1 still serves $before after the reload ($after)"
+  echo "figure: certificate reloaded on SIGHUP: $before -> $after, no restart"
+  kill -0 "$(cat "$tls_state/app1.pid")" || fail "app1 exited on SIGHUP"
+}
+
 run_rig_tests() {
   need store-server reservations catalog
   local reason
@@ -508,6 +560,9 @@ run_rig_tests() {
   test_case "rig: PostgreSQL restarted, both instances serve again within 5 s" t_rig_postgres_restart
   test_case "rig: PostgreSQL to another host requires TLS unless the URL says otherwise" t_rig_postgres_requires_tls
   test_case "rig: PostgreSQL errors say what is wrong (password, database, unreachable), no secret" t_rig_postgres_errors
+  bash "$repo/scripts/rig.sh" down "$rig_state" >/dev/null 2>&1 || true
+  tls_state=$work/rig-tls
+  test_case "rig: store-server serves TLS itself: https straight to it, SIGHUP reload" t_rig_server_tls
   if ((failed)) && [[ ${RIG_KEEP:-0} == 1 ]]; then
     cp -a "$rig_state" "${TMPDIR:-/tmp}/shopfloor-rig-kept.$$" 2>/dev/null &&
       echo "rig directory kept in ${TMPDIR:-/tmp}/shopfloor-rig-kept.$$"

@@ -19,9 +19,10 @@ let perth = DemoData.storeIDs[5]  // checkInEnabled off
 func withServer(
     _ kind: DatabaseKind,
     accessTokenTTL: TimeInterval = 900,
+    now: Date? = nil,
     _ body: (TestServer, SignedClient) async throws -> Void
 ) async throws {
-    let server = try await TestServer.start(kind, accessTokenTTL: accessTokenTTL)
+    let server = try await TestServer.start(kind, accessTokenTTL: accessTokenTTL, now: now)
     do {
         let client = try await server.client()
         try await body(server, client)
@@ -203,7 +204,8 @@ struct APITests {
         arguments: DatabaseKind.allCases
     )
     func search(kind: DatabaseKind) async throws {
-        try await withServer(kind) { _, client in
+        let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded())
+        try await withServer(kind, now: now) { _, client in
             var all: [ReservationDetail] = []
             var cursor: String?
             repeat {
@@ -216,12 +218,15 @@ struct APITests {
             } while cursor != nil
             #expect(all.count == 1000)
             #expect(Set(all.map(\.id)).count == 1000)
-            let keys = all.map { ($0.reservation.startsAt, $0.id.uuidString) }
-            #expect(
-                zip(keys, keys.dropFirst()).allSatisfy {
-                    $0.0 < $1.0 || ($0.0 == $1.0 && $0.1 < $1.1)
-                }
-            )
+            // Upcoming first (not over yet: nearest start first), then past (most recent
+            // first), across pages.
+            let keys = all.map { detail in
+                let upcoming = detail.reservation.endsAt > now
+                let start = detail.reservation.startsAt.timeIntervalSince1970
+                return (upcoming ? 0 : 1, upcoming ? start : -start, detail.id.uuidString)
+            }
+            #expect(zip(keys, keys.dropFirst()).allSatisfy { $0 < $1 })
+            #expect(keys.first?.0 == 0 && keys.last?.0 == 1)
 
             let sample = all[123]
             let name: Page<ReservationDetail> = try await client.send(
@@ -340,15 +345,14 @@ struct APITests {
     )
     func create(kind: DatabaseKind) async throws {
         try await withServer(kind) { _, client in
-            let start = RFC3339.string(from: Date().addingTimeInterval(86_400 * 2).rounded())
-            let end = RFC3339.string(from: Date().addingTimeInterval(86_400 * 2 + 1800).rounded())
             func body(
                 _ store: UUID,
                 party: Int = 2,
                 customer: String =
                     #""customer": {"givenName": "Lena", "familyName": "Vogel", "email": "lena@example.com", "phone": "030 1234567"}"#
             ) -> String {
-                #"{"storeID": "\#(store.uuidString)", "startsAt": "\#(start)", "endsAt": "\#(end)", "partySize": \#(party), "topic": "Fitting", \#(customer)}"#
+                let (start, end) = openSlot(store, days: 2)
+                return #"{"storeID": "\#(store.uuidString)", "startsAt": "\#(start)", "endsAt": "\#(end)", "partySize": \#(party), "topic": "Fitting", \#(customer)}"#
             }
             let created = try await client.send("POST", "/v1/reservations", json: body(berlin))
             #expect(created.status == 201, "\(created.text)")

@@ -63,8 +63,7 @@ struct FaultTests {
     }
 
     static func booking(_ family: String) -> String {
-        let start = RFC3339.string(from: Date().addingTimeInterval(86_400 * 3).rounded())
-        let end = RFC3339.string(from: Date().addingTimeInterval(86_400 * 3 + 1800).rounded())
+        let (start, end) = openSlot(berlin, days: 3)
         return
             #"{"storeID": "\#(berlin.uuidString)", "startsAt": "\#(start)", "endsAt": "\#(end)", "partySize": 2, "topic": "Fitting", "customer": {"givenName": "Ida", "familyName": "\#(family)"}}"#
     }

@@ -33,8 +33,7 @@ struct HostileInputTests {
         do {
             let client = try await server.client()
             let detail = try await firstReservation(client, store: berlin)
-            let start = RFC3339.string(from: Date().addingTimeInterval(86_400 * 2).rounded())
-            let end = RFC3339.string(from: Date().addingTimeInterval(86_400 * 2 + 1800).rounded())
+            let (start, end) = openSlot(berlin, days: 2)
             func booking(
                 topic: String = "Fitting",
                 notes: String = "",

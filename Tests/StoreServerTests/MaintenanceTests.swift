@@ -149,21 +149,22 @@ struct MaintenanceTests {
 
     @Test("sslmode=verify-full with sslrootcert trusts only that CA and never falls back to plain")
     func verifyFull() async throws {
-        let url = try await PostgresCluster.get().makeDatabase()
+        let cluster = try await PostgresCluster.get()
+        let url = try await cluster.makeDatabase()
         let directory = try TestDatabases.temporaryDirectory("ca")
-        let ca = directory.appendingPathComponent("ca.pem").path
+        let other = directory.appendingPathComponent("ca.pem").path
         let made = try await ChildProcess.run(
             URL(fileURLWithPath: "/usr/bin/openssl"),
             [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                "-keyout", directory.appendingPathComponent("ca.key").path, "-out", ca, "-days",
+                "-keyout", directory.appendingPathComponent("ca.key").path, "-out", other, "-days",
                 "1", "-subj", "/CN=Shopfloor test CA",
             ]
         )
         #expect(made.status == 0, "\(made.stderr)")
         let garbage = directory.appendingPathComponent("garbage.pem").path
         try Data("not a certificate".utf8).write(to: URL(fileURLWithPath: garbage))
-        func migrate(_ query: String) async throws -> ProcessOutcome {
+        func migrate(_ query: String, url: String = url) async throws -> ProcessOutcome {
             try await AdminCommandTests.run(
                 ["migrate"] + AdminCommandTests.database(.postgres(url: url + "?" + query))
             )
@@ -174,13 +175,48 @@ struct MaintenanceTests {
         let notPEM = try await migrate("sslmode=verify-full&sslrootcert=\(garbage)")
         #expect(notPEM.status == 1)
         #expect(notPEM.stderr.contains("holds no PEM CA certificate"))
-        let off = try await migrate("sslmode=disable&sslrootcert=\(ca)")
+        let off = try await migrate("sslmode=disable&sslrootcert=\(other)")
         #expect(off.status == 1)
         #expect(off.stderr.contains("needs sslmode=verify-full"))
-        // The test cluster offers no TLS: verify-full refuses it rather than going on in plain.
-        let plain = try await migrate("sslmode=verify-full&sslrootcert=\(ca)")
+
+        // The cluster's own CA: a verified TLS connection, by address and by name.
+        let verified = try await migrate("sslmode=verify-full&sslrootcert=\(cluster.caFile)")
+        #expect(verified.status == 0, "\(verified.stderr)")
+        let byName = url.replacingOccurrences(of: "@127.0.0.1:", with: "@localhost:")
+        let named = try await migrate(
+            "sslmode=verify-full&sslrootcert=\(cluster.caFile)",
+            url: byName
+        )
+        #expect(named.status == 0, "\(named.stderr)")
+        // Another CA: refused, not connected without verification.
+        let untrusted = try await migrate("sslmode=verify-full&sslrootcert=\(other)")
+        #expect(untrusted.status == 1)
+        #expect(untrusted.stderr.lowercased().contains("certificate"), "\(untrusted.stderr)")
+        // The right CA but a name the certificate does not carry (127.0.0.2): verify-full
+        // refuses, verify-ca (no host name check) accepts.
+        let otherAddress = url.replacingOccurrences(of: "@127.0.0.1:", with: "@127.0.0.2:")
+        let misnamed = try await migrate(
+            "sslmode=verify-full&sslrootcert=\(cluster.caFile)",
+            url: otherAddress
+        )
+        #expect(misnamed.status == 1, "\(misnamed.stderr)")
+        let caOnly = try await migrate(
+            "sslmode=verify-ca&sslrootcert=\(cluster.caFile)",
+            url: otherAddress
+        )
+        #expect(caOnly.status == 0, "\(caOnly.stderr)")
+
+        // A server that declines TLS (answers the SSLRequest with 'N', as one without TLS
+        // does): verify-full refuses it rather than going on in plain.
+        let plainPeer = try DecliningTLSPeer()
+        let plainURL = "postgres://\(PostgresCluster.user)@127.0.0.1:\(plainPeer.port)/x"
+        let plain = try await migrate(
+            "sslmode=verify-full&sslrootcert=\(cluster.caFile)",
+            url: plainURL
+        )
         #expect(plain.status == 1)
         #expect(plain.stderr.contains("TLS"), "\(plain.stderr)")
+        #expect(plainPeer.startupMessagesSeen == 0, "a startup message was sent in plain")
         #expect(try await migrate("sslmode=disable").status == 0)
     }
 }

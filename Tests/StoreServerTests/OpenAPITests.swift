@@ -150,6 +150,18 @@ struct OpenAPITests {
                 status: 422
             )
             try sample(
+                "outside opening hours",
+                "Problem",
+                try await OpeningHoursTests.book(
+                    client,
+                    "2031-06-01T12:00:00+02:00",
+                    "2031-06-01T12:30:00+02:00"
+                ),
+                status: 422
+            )
+            let hours = try await client.send("GET", "/v1/stores/\(berlin.uuidString)")
+            #expect(hours.text.contains("openingHours"))
+            try sample(
                 "unsigned",
                 "Problem",
                 try await PlainHTTP.send("GET", server.url.appendingPathComponent("v1/me")),

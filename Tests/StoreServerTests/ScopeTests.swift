@@ -39,8 +39,7 @@ struct ScopeTests {
 
     /// A new Berlin customer with a reservation in Berlin (and nowhere else).
     static func berlinOnlyCustomer(_ admin: SignedClient) async throws -> Customer {
-        let start = RFC3339.string(from: Date().addingTimeInterval(86_400 * 5).rounded())
-        let end = RFC3339.string(from: Date().addingTimeInterval(86_400 * 5 + 1800).rounded())
+        let (start, end) = openSlot(berlin, days: 5)
         let booked = try await admin.send(
             "POST",
             "/v1/reservations",
@@ -315,8 +314,7 @@ struct ScopeTests {
                     == 404
             )
             // A reservation in New York makes the customer New York's too.
-            let start = RFC3339.string(from: Date().addingTimeInterval(86_400 * 4).rounded())
-            let end = RFC3339.string(from: Date().addingTimeInterval(86_400 * 4 + 1800).rounded())
+            let (start, end) = openSlot(newYork, days: 4)
             let booked = try await admin.send(
                 "POST",
                 "/v1/reservations",

@@ -268,6 +268,10 @@ struct LoadLimiterTests {
         )
         #expect(proxies.scheme(peer: "10.0.0.1", forwardedProto: "https") == "https")
         #expect(proxies.scheme(peer: "192.0.2.1", forwardedProto: "https") == "http")
+        // A server serving TLS itself: its own connections are https, whatever they claim.
+        #expect(
+            proxies.scheme(peer: "192.0.2.1", forwardedProto: "http", direct: "https") == "https"
+        )
         #expect(proxies.trusts("::ffff:10.0.0.5"))
         #expect(
             TrustedProxies.Range("10.0.0.0/33") == nil && TrustedProxies.Range("nonsense") == nil

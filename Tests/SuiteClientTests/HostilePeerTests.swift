@@ -1,6 +1,7 @@
 import Auth
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SuiteClient
@@ -17,82 +18,41 @@ import Testing
 /// reads the request's head, writes `head`, then writes `unit` again and again, `pause`
 /// apart, until the client goes away or the peer is dropped.
 final class StreamingPeer: Sendable {
-    let port: Int
-    private let fd: Int32
-    private let stopped = Atomic<Bool>(false)
-    private let sentUnits = Atomic<Int>(0)
+    private final class State: Sendable {
+        let stopped = Atomic<Bool>(false)
+        let sentUnits = Atomic<Int>(0)
+    }
+    private let listener: PeerListener
+    private let state = State()
 
     init(head: String, unit: String, pause: Duration = .zero) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        try #require(bound == 0)
-        try #require(listen(fd, 16) == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = getsockname(fd, $0, &length)
-            }
-        }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
         let headBytes = Array(head.utf8)
         let unitBytes = Array(unit.utf8)
-        let thread = Thread { [self] in
-            serve(head: headBytes, unit: unitBytes, pause: pause)
-        }
-        thread.start()
-    }
-
-    deinit {
-        stopped.store(true, ordering: .sequentiallyConsistent)
-        shutdown(fd, Int32(SHUT_RDWR))
-        close(fd)
-    }
-
-    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
-
-    /// How many units the peer has written so far.
-    var units: Int { sentUnits.load(ordering: .relaxed) }
-
-    private func serve(head: [UInt8], unit: [UInt8], pause: Duration) {
-        while !stopped.load(ordering: .sequentiallyConsistent) {
-            let client = accept(fd, nil, nil)
-            guard client >= 0 else { return }
-            let thread = Thread { [self] in
-                defer { close(client) }
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                var seen: [UInt8] = []
-                while !seen.suffix(4).elementsEqual([13, 10, 13, 10]) {
-                    let count = recv(client, &buffer, buffer.count, 0)
-                    guard count > 0 else { return }
-                    seen += buffer[0..<count]
-                }
-                guard Self.write(client, head) else { return }
-                while !stopped.load(ordering: .sequentiallyConsistent) {
-                    guard Self.write(client, unit) else { return }
-                    sentUnits.add(1, ordering: .relaxed)
-                    if pause > .zero {
-                        usleep(UInt32(pause.components.attoseconds / 1_000_000_000_000))
-                    }
+        let state = self.state
+        listener = try PeerListener(backlog: 16) { client in
+            let request = PeerListener.read(client) {
+                $0.suffix(4).elementsEqual([13, 10, 13, 10])
+            }
+            guard request.suffix(4).elementsEqual([13, 10, 13, 10]),
+                PeerListener.write(client, headBytes)
+            else { return }
+            while !state.stopped.load(ordering: .sequentiallyConsistent) {
+                guard PeerListener.write(client, unitBytes) else { return }
+                state.sentUnits.add(1, ordering: .relaxed)
+                if pause > .zero {
+                    usleep(UInt32(pause.components.attoseconds / 1_000_000_000_000))
                 }
             }
-            thread.start()
         }
     }
 
-    private static func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        guard !bytes.isEmpty else { return true }
-        return bytes.withUnsafeBytes {
-            send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) == $0.count
-        }
-    }
+    deinit { state.stopped.store(true, ordering: .sequentiallyConsistent) }
+
+    var port: Int { listener.port }
+    var url: URL { URL(string: listener.url)! }
+
+    /// How many units the peer has written so far.
+    var units: Int { state.sentUnits.load(ordering: .relaxed) }
 }
 
 @Suite("The socket transport against a hostile peer")

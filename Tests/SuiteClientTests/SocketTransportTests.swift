@@ -2,6 +2,7 @@ import Auth
 import Foundation
 import Models
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SuiteClient
@@ -37,25 +38,7 @@ final class ScriptedServer: Sendable {
 
     init(_ replies: [Reply]) throws {
         self.replies = Mutex(replies)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        try #require(bound == 0)
-        try #require(listen(fd, 16) == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = getsockname(fd, $0, &length)
-            }
-        }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (fd, port) = try PeerListener.listeningSocket(backlog: 16)
         let thread = Thread { [self] in serve() }
         thread.start()
     }

@@ -2,6 +2,7 @@ import Auth
 import Foundation
 import Logging
 import Models
+import TestSupport
 import Testing
 
 @testable import SuiteClient
@@ -41,26 +42,7 @@ final class SilentListener {
     private var clients: [Int32] = []
 
     init(fill: Bool) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        try #require(bound == 0)
-        try #require(listen(fd, 0) == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = getsockname(fd, $0, &length)
-            }
-        }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (fd, port) = try PeerListener.listeningSocket(backlog: 0)
         if fill {
             // A backlog of 0 holds one or two completed connections; then SYNs are dropped.
             for _ in 0..<4 {
@@ -69,8 +51,10 @@ final class SilentListener {
                     Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
                     0
                 )
-                var target = address
+                var target = sockaddr_in()
+                target.sin_family = sa_family_t(AF_INET)
                 target.sin_addr.s_addr = inet_addr("127.0.0.1")
+                target.sin_port = in_port_t(UInt16(port).bigEndian)
                 _ = withUnsafePointer(to: &target) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                         connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))

@@ -15,7 +15,13 @@ extern "C" {
 /// ignored, as POSIX asks of programs started in the background.
 void sf_startup_install(void);
 
-/// The read end of the self-pipe: one byte, the signal number, per SIGINT or SIGTERM.
+/// Catches SIGHUP into the same self-pipe (one byte, SIGHUP), for a server that reloads its
+/// files on it; until this is called SIGHUP keeps its default action (it ends a client app
+/// whose terminal hangs up). Returns 0, or -1 when the handler could not be installed.
+int sf_reload_install(void);
+
+/// The read end of the self-pipe: one byte, the signal number, per SIGINT, SIGTERM or (once
+/// sf_reload_install ran) SIGHUP.
 int sf_signal_fd(void);
 
 /// The first SIGINT or SIGTERM received, or 0.

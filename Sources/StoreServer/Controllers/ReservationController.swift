@@ -21,7 +21,7 @@ struct ReservationController {
     @Sendable func search(_ request: Request, context: StoreRequestContext) async throws
         -> Response
     {
-        let page = try Parse.page(request, cursorValues: 2)
+        let page = try Parse.page(request, cursorValues: Repository.reservationCursorValues)
         let query = request.uri.queryParameters
         var search = ReservationService.Search()
         search.filter.text = try Parse.searchText(request)

@@ -176,6 +176,11 @@ enum Migrations {
             statements: ["CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)"]
         ),
         Migration(
+            version: 400,
+            name: "stores' opening hours (JSON by weekday; NULL: any time)",
+            statements: ["ALTER TABLE stores ADD COLUMN opening_hours TEXT"]
+        ),
+        Migration(
             version: 500,
             name: "PostgreSQL: the replay window unlogged, with the floor a crash resets",
             statements: [],

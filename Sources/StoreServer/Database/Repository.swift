@@ -50,10 +50,22 @@ struct Repository: Sendable {
         )
         try await sql.raw(
             """
-            INSERT INTO stores (id, name, time_zone, market, region, short_name)
-            VALUES (\(bind: store.id.uuidString), \(bind: store.name), \(bind: store.timeZone), \(bind: store.market), \(bind: store.region), \(bind: shortName))
+            INSERT INTO stores (id, name, time_zone, market, region, short_name, opening_hours)
+            VALUES (\(bind: store.id.uuidString), \(bind: store.name), \(bind: store.timeZone), \(bind: store.market), \(bind: store.region), \(bind: shortName),
+                    \(bind: try ModelRows.openingHoursText(store.openingHours)))
             """
         ).run()
+    }
+
+    /// Replaces a store's opening hours (nil: none, any time); false when there is no such store.
+    func setOpeningHours(_ hours: OpeningHours?, store id: UUID) async throws -> Bool {
+        let rows = try await sql.raw(
+            """
+            UPDATE stores SET opening_hours = \(bind: try ModelRows.openingHoursText(hours))
+            WHERE id = \(bind: id.uuidString) RETURNING id
+            """
+        ).all()
+        return !rows.isEmpty
     }
 
     /// `wanted`, or `wanted-2`, `wanted-3`, … whichever no store has yet.
@@ -156,9 +168,19 @@ struct Repository: Sendable {
         var storeID: UUID?
     }
 
-    func reservations(_ filter: ReservationFilter, _ page: PageRequest, scope: StoreScope)
-        async throws -> Page<ReservationDetail>
-    {
+    /// The values of a reservation search's cursor: the instant that splits upcoming from
+    /// past (fixed by the first page, so later pages keep its order), then the last item's
+    /// group (0 upcoming, 1 past), its signed start and its id.
+    static let reservationCursorValues = 4
+
+    /// Reservations matching `filter`, upcoming first: those not yet over at `now` by start
+    /// (nearest first), then past ones by start descending (most recent first); ties by id.
+    func reservations(
+        _ filter: ReservationFilter,
+        _ page: PageRequest,
+        scope: StoreScope,
+        now: Date
+    ) async throws -> Page<ReservationDetail> {
         var query =
             SQLQueryString(ModelRows.detailSelect) + " WHERE " + scope.condition("r.store_id")
         if let text = filter.text, !text.isEmpty {
@@ -173,22 +195,40 @@ struct Repository: Sendable {
             query += " AND r.status IN (\(binds: filter.statuses.map(\.rawValue)))"
         }
         if let storeID = filter.storeID { query += " AND r.store_id = \(bind: storeID.uuidString)" }
+        var pivot = DBTime.millis(now)
         if let cursor = page.cursor {
-            guard let starts = Int64(cursor.values[0]) else {
+            guard let split = Int64(cursor.values[0]), let group = Int64(cursor.values[1]),
+                (0...1).contains(group), let key = Int64(cursor.values[2])
+            else {
                 throw APIError.badRequest(
                     "query parameter 'cursor' is not a cursor this server issued"
                 )
             }
+            pivot = split
+            let (rowGroup, rowKey) = Self.orderKeys(pivot)
             query +=
-                " AND (r.starts_at > \(bind: starts) OR (r.starts_at = \(bind: starts) AND r.id > \(bind: cursor.values[1])))"
+                " AND (\(rowGroup) > \(bind: group) OR (\(rowGroup) = \(bind: group) AND (\(rowKey) > \(bind: key) OR (\(rowKey) = \(bind: key) AND r.id > \(bind: cursor.values[3])))))"
         }
-        query += " ORDER BY r.starts_at, r.id LIMIT \(literal: page.limit + 1)"
+        let (rowGroup, rowKey) = Self.orderKeys(pivot)
+        query += " ORDER BY \(rowGroup), \(rowKey), r.id LIMIT \(literal: page.limit + 1)"
         let details = try await sql.raw(query).all().map(ModelRows.detail)
-        return paged(details, limit: page.limit) {
-            PageCursor([
-                String(DBTime.millis($0.reservation.startsAt)), $0.reservation.id.uuidString,
+        return paged(details, limit: page.limit) { [pivot] detail in
+            let starts = DBTime.millis(detail.reservation.startsAt)
+            let upcoming = DBTime.millis(detail.reservation.endsAt) > pivot
+            return PageCursor([
+                String(pivot), upcoming ? "0" : "1", String(upcoming ? starts : -starts),
+                detail.reservation.id.uuidString,
             ])
         }
+    }
+
+    /// The SQL of a row's group (0: not over at `pivot`, 1: past) and of its key within the
+    /// group (the start, negated for past rows so that they sort most recent first).
+    private static func orderKeys(_ pivot: Int64) -> (SQLQueryString, SQLQueryString) {
+        (
+            "(CASE WHEN r.ends_at > \(literal: Int(pivot)) THEN 0 ELSE 1 END)",
+            "(CASE WHEN r.ends_at > \(literal: Int(pivot)) THEN r.starts_at ELSE -r.starts_at END)"
+        )
     }
 
     func reservation(id: UUID, scope: StoreScope) async throws -> ReservationDetail? {

@@ -36,7 +36,7 @@ struct StoredDataError: Error, CustomStringConvertible {
 /// The column lists and row readers for each model.
 enum ModelRows {
     static let storeColumns =
-        "s.id AS s_id, s.name AS s_name, s.time_zone AS s_time_zone, s.market AS s_market, s.region AS s_region, s.short_name AS s_short_name"
+        "s.id AS s_id, s.name AS s_name, s.time_zone AS s_time_zone, s.market AS s_market, s.region AS s_region, s.short_name AS s_short_name, s.opening_hours AS s_opening_hours"
 
     static func store(_ row: any SQLRow) throws -> Store {
         try Store(
@@ -45,8 +45,27 @@ enum ModelRows {
             timeZone: row.string("s_time_zone"),
             market: row.string("s_market"),
             region: row.string("s_region"),
-            shortName: row.optionalString("s_short_name")
+            shortName: row.optionalString("s_short_name"),
+            openingHours: openingHours(row.optionalString("s_opening_hours"))
         )
+    }
+
+    /// Stored opening hours (JSON), nil for none.
+    static func openingHours(_ text: String?) throws -> OpeningHours? {
+        guard let text else { return nil }
+        do {
+            return try JSONDecoder().decode(OpeningHours.self, from: Data(text.utf8))
+        } catch {
+            throw StoredDataError("a store's opening hours '\(text.prefix(80))' cannot be read")
+        }
+    }
+
+    /// Opening hours as stored (JSON), nil for none.
+    static func openingHoursText(_ hours: OpeningHours?) throws -> String? {
+        guard let hours else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(hours), as: UTF8.self)
     }
 
     static let customerColumns = """

@@ -13,8 +13,9 @@ public struct DemoSummary: Sendable, Equatable {
     public var loaded = false
 }
 
-/// The deterministic demo data set: 3 markets, 6 stores in 6 time zones, 200 customers,
-/// 1,000 reservations over the 7 days before and after today (UTC), 500 products with valid
+/// The deterministic demo data set: 3 markets, 6 stores in 6 time zones with opening hours
+/// (Berlin closed on Sundays), 200 customers, 1,000 reservations within those hours over the
+/// 7 days before and after today (UTC; a closed day's move to the day before), 500 products with valid
 /// GTIN-13s and generated 96×96 PNG images, the associate `demo` / `shopfloor-demo`, and
 /// flags that differ by market, region and store. The same day gives the same data.
 public enum DemoData {
@@ -30,7 +31,11 @@ public enum DemoData {
     struct StoreSeed {
         var id: String, name: String, timeZone: String, market: String, region: String,
             callingCode: Int
+        /// Monday … Sunday: `HH:MM-HH:MM` or `closed`.
+        var hours: [String]
     }
+
+    static let americanHours = Array(repeating: "09:00-21:00", count: 6) + ["10:00-19:00"]
 
     static let storeSeeds: [StoreSeed] = [
         StoreSeed(
@@ -39,7 +44,8 @@ public enum DemoData {
             timeZone: "America/New_York",
             market: "US",
             region: "US-NY",
-            callingCode: 1
+            callingCode: 1,
+            hours: americanHours
         ),
         StoreSeed(
             id: "5D0F1C2A-0002-4A00-8000-000000000002",
@@ -47,7 +53,8 @@ public enum DemoData {
             timeZone: "America/Chicago",
             market: "US",
             region: "US-IL",
-            callingCode: 1
+            callingCode: 1,
+            hours: americanHours
         ),
         StoreSeed(
             id: "5D0F1C2A-0003-4A00-8000-000000000003",
@@ -55,7 +62,8 @@ public enum DemoData {
             timeZone: "America/Los_Angeles",
             market: "US",
             region: "US-CA",
-            callingCode: 1
+            callingCode: 1,
+            hours: americanHours
         ),
         StoreSeed(
             id: "5D0F1C2A-0004-4A00-8000-000000000004",
@@ -63,7 +71,8 @@ public enum DemoData {
             timeZone: "Europe/Berlin",
             market: "DE",
             region: "DE-BE",
-            callingCode: 49
+            callingCode: 49,
+            hours: Array(repeating: "09:00-20:00", count: 6) + ["closed"]
         ),
         StoreSeed(
             id: "5D0F1C2A-0005-4A00-8000-000000000005",
@@ -71,7 +80,11 @@ public enum DemoData {
             timeZone: "Australia/Sydney",
             market: "AU",
             region: "AU-NSW",
-            callingCode: 61
+            callingCode: 61,
+            hours: [
+                "09:00-18:00", "09:00-18:00", "09:00-18:00", "09:00-21:00", "09:00-18:00",
+                "09:00-18:00", "10:00-17:00",
+            ]
         ),
         StoreSeed(
             id: "5D0F1C2A-0006-4A00-8000-000000000006",
@@ -79,7 +92,8 @@ public enum DemoData {
             timeZone: "Australia/Perth",
             market: "AU",
             region: "AU-WA",
-            callingCode: 61
+            callingCode: 61,
+            hours: Array(repeating: "09:00-18:00", count: 6) + ["11:00-17:00"]
         ),
     ]
 
@@ -159,7 +173,8 @@ public enum DemoData {
                 name: $0.name,
                 timeZone: $0.timeZone,
                 market: $0.market,
-                region: $0.region
+                region: $0.region,
+                openingHours: openingHours($0.hours)
             )
         }
         for store in stores {
@@ -208,18 +223,32 @@ public enum DemoData {
             let storeIndex = Int(random.next() % UInt64(stores.count))
             let store = stores[storeIndex]
             let (customer, _) = customers[Int(random.next() % UInt64(customers.count))]
-            let dayOffset = Int(random.next() % 15) - 7
-            let slot = Int(random.next() % 18)  // 09:00 … 17:30 local, every 30 minutes
+            var dayOffset = Int(random.next() % 15) - 7
+            let draw = Int(random.next() % 720)
             var local = Calendar(identifier: .gregorian)
             local.timeZone = store.resolvedTimeZone
-            let day = utc.date(byAdding: .day, value: dayOffset, to: today)!
-            let dayParts = utc.dateComponents([.year, .month, .day], from: day)
+            // Within the store's hours, ending an hour before closing at the latest; a closed
+            // day's reservation moves to the day before.
+            var span: OpeningHours.Span?
+            var dayParts = DateComponents()
+            for _ in 0..<7 where span == nil {
+                let day = utc.date(byAdding: .day, value: dayOffset, to: today)!
+                dayParts = utc.dateComponents([.year, .month, .day], from: day)
+                var noon = dayParts
+                noon.hour = 12
+                let weekday = local.component(.weekday, from: local.date(from: noon)!)
+                span = store.openingHours?.span(on: OpeningHours.Weekday(calendarWeekday: weekday))
+                if span == nil { dayOffset -= 1 }
+            }
+            let opens = span?.opens ?? 9 * 60
+            let slots = max(1, ((span?.closes ?? 19 * 60) - opens - 120) / 30 + 1)
+            let minute = opens + (draw % slots) * 30
             var parts = DateComponents()
             parts.year = dayParts.year
             parts.month = dayParts.month
             parts.day = dayParts.day
-            parts.hour = 9 + slot / 2
-            parts.minute = (slot % 2) * 30
+            parts.hour = minute / 60
+            parts.minute = minute % 60
             let startsAt = local.date(from: parts)!
             let length = [30.0, 45, 60][Int(random.next() % 3)] * 60
             let roll = Int(random.next() % 100)
@@ -405,6 +434,15 @@ public enum DemoData {
             scope: .store(ids[2])
         )
         try await config.setMinimumVersion(app: "*", version: SemanticVersion(0, 1, 0))
+    }
+
+    /// Opening hours from Monday … Sunday texts (`HH:MM-HH:MM` or `closed`).
+    static func openingHours(_ week: [String]) throws -> OpeningHours {
+        var hours = OpeningHours()
+        for (day, text) in zip(OpeningHours.Weekday.allCases, week) where text != "closed" {
+            hours.set(try OpeningHours.Span(parsing: text), on: [day])
+        }
+        return hours
     }
 
     static func uuid(prefix: String, _ index: Int) -> UUID {

@@ -3,6 +3,7 @@ internal import Logging
 internal import Models
 internal import NIOCore
 internal import NIOHTTPTypes
+internal import NIOSSL
 
 /// The keys a connection is counted under in the connection ``LoadLimiter``: its client
 /// address, or none for a trusted proxy (a load balancer carries many clients, so it counts in
@@ -99,8 +100,9 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Answers 503 on the raw socket (no request was read, so the HTTP codec has nothing to
-    /// answer) and closes the connection.
+    /// Answers 503 on the raw connection (no request was read, so the HTTP codec has nothing
+    /// to answer) and closes it. On a TLS connection the answer goes right behind the TLS
+    /// handler, so it is sent encrypted once the handshake is done.
     private func refuse(context: ChannelHandlerContext, refusal: LoadLimiter.Refusal) {
         let detail =
             refusal.isOverloaded
@@ -120,7 +122,13 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
         var bytes = ByteBuffer(string: head)
         bytes.writeBytes(body)
         let writer = RawRefusal(answer: bytes)
-        _ = try? context.pipeline.syncOperations.addHandler(writer, position: .first)
+        let position: ChannelPipeline.SynchronousOperations.Position
+        if let tls = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self) {
+            position = .after(tls)
+        } else {
+            position = .first
+        }
+        _ = try? context.pipeline.syncOperations.addHandler(writer, position: position)
     }
 
     private func finish() {
@@ -131,8 +139,9 @@ final class ConnectionGate: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// Put first in the pipeline of a refused connection: writes the refusal's bytes straight to
-/// the socket, reads nothing of the client's, and closes once they are written.
+/// Put first in the pipeline of a refused connection (behind the TLS handler on a TLS
+/// connection): writes the refusal's bytes straight to the connection, reads nothing of the
+/// client's, and closes once they are written.
 private final class RawRefusal: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer

@@ -74,11 +74,11 @@ public struct TrustedProxies: Sendable, Equatable {
     }
 
     /// The scheme the client used: `X-Forwarded-Proto` (`http` or `https`) from a trusted proxy,
-    /// else `http`.
-    public func scheme(peer: String, forwardedProto: String?) -> String {
+    /// else the connection's own (`direct`: `https` when the server serves TLS itself).
+    public func scheme(peer: String, forwardedProto: String?, direct: String = "http") -> String {
         guard trusts(peer), let proto = forwardedProto?.lowercased(),
             proto == "https" || proto == "http"
-        else { return "http" }
+        else { return direct }
         return proto
     }
 

@@ -12,6 +12,8 @@ struct AccessLogMiddleware: RouterMiddleware {
 
     /// The proxies whose forwarded client address and scheme are believed.
     var proxies = TrustedProxies()
+    /// The scheme of the server's own connections: `https` when it serves TLS itself.
+    var directScheme = "http"
 
     func handle(
         _ request: Request,
@@ -31,7 +33,8 @@ struct AccessLogMiddleware: RouterMiddleware {
         )
         context.scheme = proxies.scheme(
             peer: context.peerAddress,
-            forwardedProto: request.headers[.forwardedProto]
+            forwardedProto: request.headers[.forwardedProto],
+            direct: directScheme
         )
         var response: Response
         do {

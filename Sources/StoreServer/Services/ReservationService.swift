@@ -10,6 +10,8 @@ struct ReservationService: Sendable {
     let config: ConfigService
     let customers: CustomerService
     let logger: Logger
+    /// The time reservations are judged by (which are upcoming); tests fix it.
+    var now: @Sendable () -> Date = { Date() }
 
     /// How often a compare-and-set write is retried when another change came first.
     private static let attempts = 20
@@ -23,7 +25,8 @@ struct ReservationService: Sendable {
         var allStores = false
     }
 
-    /// A page of reservations matching `search`, within the caller's stores.
+    /// A page of reservations matching `search`, within the caller's stores, upcoming first
+    /// (``Repository/reservations(_:_:scope:now:)``).
     /// - Throws: a 404 for a store outside the caller's, a 403 when a role that does not see
     ///   every store asks for all of them.
     func search(_ search: Search, _ page: PageRequest, for caller: SignedIn) async throws -> Page<
@@ -38,7 +41,7 @@ struct ReservationService: Sendable {
             else { throw APIError.notFound("store \(reference.prefix(64)) does not exist") }
             filter.storeID = store.id
         }
-        return try await repository.reservations(filter, page, scope: caller.scope)
+        return try await repository.reservations(filter, page, scope: caller.scope, now: now())
     }
 
     /// The reservation `id`.
@@ -63,7 +66,8 @@ struct ReservationService: Sendable {
 
     /// Books a reservation, confirmed at once, for an existing customer or a new one from the
     /// form values.
-    /// - Throws: a 422 naming the field (unknown store or customer, a rule broken, a form field),
+    /// - Throws: a 422 naming the field (unknown store or customer, a rule broken, a time outside
+    ///   the store's opening hours, a form field),
     ///   a 403 when the store takes no new reservations.
     func create(_ new: NewReservation, for caller: SignedIn, now: Date = Date()) async throws
         -> ReservationDetail
@@ -80,6 +84,11 @@ struct ReservationService: Sendable {
             try ReservationRules.checkPartySize(
                 new.partySize,
                 storeMaximum: snapshot.number(KnownFlag.maxPartySize, for: store)
+            )
+            try ReservationRules.checkOpeningHours(
+                startsAt: new.startsAt,
+                endsAt: new.endsAt,
+                store: store
             )
         } catch {
             throw APIError.validation(error)
@@ -215,7 +224,8 @@ struct ReservationService: Sendable {
     /// Edits reservation `id` at version `expected` (its `If-Match`): only while its status
     /// allows edits, and only into a reservation that keeps every rule.
     /// - Throws: a 404, a 412 naming the current version, a 409 when the status keeps the
-    ///   reservation as it is, a 422 naming the broken rule.
+    ///   reservation as it is, a 422 naming the broken rule (a new time outside the store's
+    ///   opening hours among them).
     func change(_ id: UUID, _ changes: ReservationChanges, expected: Int, for caller: SignedIn)
         async throws -> ReservationDetail
     {
@@ -242,6 +252,17 @@ struct ReservationService: Sendable {
             )
         } catch .invalid(let error) {
             throw APIError.validation(error)
+        }
+        if changes.startsAt != nil || changes.endsAt != nil {
+            do {
+                try ReservationRules.checkOpeningHours(
+                    startsAt: updated.startsAt,
+                    endsAt: updated.endsAt,
+                    store: detail.store
+                )
+            } catch {
+                throw APIError.validation(error)
+            }
         }
         guard
             try await repository.update(

@@ -25,7 +25,7 @@ final class StoreServerProcess: Sendable {
         if !FileManager.default.fileExists(atPath: database.path) {
             try await DemoDatabase.copy(to: database)
         }
-        var environment = ProcessInfo.processInfo.environment
+        var environment = FixedClock.applied(to: ProcessInfo.processInfo.environment)
         environment["SHOPFLOOR_HOME"] = database.deletingLastPathComponent().path
         child = try await ChildProcess.start(
             CommandRunner.builtBinary("store-server"),
@@ -50,6 +50,29 @@ final class StoreServerProcess: Sendable {
             )
         }
         self.port = found
+    }
+
+    /// The directory that holds the database (and the server's log).
+    var directory: URL { database.deletingLastPathComponent() }
+
+    /// A server on a fresh copy of the demo database in a new temporary directory named
+    /// `prefix-<uuid>`; ``discard()`` stops it and removes the directory.
+    static func scratch(_ prefix: String) async throws -> StoreServerProcess {
+        let directory = try CommandRunner.temporaryDirectory(prefix: prefix)
+        do {
+            return try await StoreServerProcess(
+                database: directory.appendingPathComponent("s.sqlite")
+            )
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    /// Sends SIGTERM and removes the server's directory (for a `defer` after ``scratch(_:)``).
+    func discard() {
+        terminate()
+        try? FileManager.default.removeItem(at: directory)
     }
 
     /// Stops the server with SIGTERM and waits for it to exit.
@@ -88,7 +111,8 @@ enum DemoDatabase {
 
     private static let template = Task<URL, any Error> {
         let file = directory.appendingPathComponent("demo.sqlite")
-        var environment = ProcessInfo.processInfo.environment
+        // Seeded around the fixed clock's day, like every server of the run.
+        var environment = FixedClock.applied(to: ProcessInfo.processInfo.environment)
         environment["SHOPFLOOR_HOME"] = directory.path
         for step in [["migrate"], ["seed", "--demo"]] {
             let outcome = try await CommandRunner.run(

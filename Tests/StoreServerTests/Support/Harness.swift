@@ -23,6 +23,24 @@ enum DatabaseKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// The low password cost the tests use (the production default is 600,000).
 let testPasswordCost = 1_000
 
+/// A half-hour slot at 12:00 in a demo store's time zone, `days` days from today or the first
+/// open day after (the demo stores are all open at noon on their open days), as RFC 3339 texts:
+/// bookings a test makes fall within the store's opening hours whenever it runs.
+func openSlot(_ store: UUID, days: Int, from now: Date = Date()) -> (start: String, end: String) {
+    let seed =
+        DemoData.storeSeeds.first { UUID(uuidString: $0.id) == store } ?? DemoData.storeSeeds[3]
+    var calendar = Calendar(identifier: .gregorian)
+    calendar.timeZone = TimeZone(identifier: seed.timeZone)!
+    var day = calendar.date(byAdding: .day, value: days, to: calendar.startOfDay(for: now))!
+    while true {
+        let weekday = OpeningHours.Weekday(calendarWeekday: calendar.component(.weekday, from: day))
+        if seed.hours[OpeningHours.Weekday.allCases.firstIndex(of: weekday)!] != "closed" { break }
+        day = calendar.date(byAdding: .day, value: 1, to: day)!
+    }
+    let start = calendar.date(bySettingHour: 12, minute: 0, second: 0, of: day)!
+    return (RFC3339.string(from: start), RFC3339.string(from: start + 1800))
+}
+
 /// Fresh databases with the demo data: seeded once per kind into a template (a SQLite file,
 /// a PostgreSQL template database), then copied for each test.
 enum TestDatabases {
@@ -161,7 +179,10 @@ struct TestServer: Sendable {
         bodyTimeout: Duration = .seconds(60),
         sessionLifetime: TimeInterval = 30 * 86_400,
         clockShift: TimeInterval = 0,
+        now: Date? = nil,
+        calendarClock: (@Sendable () -> Date)? = nil,
         metricsPort: Int? = nil,
+        tls: TLSFiles? = nil,
         maxRequestsInFlight: Int? = nil,
         logger: Logger = TestDatabases.logger
     ) async throws -> TestServer {
@@ -184,11 +205,14 @@ struct TestServer: Sendable {
         configuration.faults = faults
         configuration.sessionLifetime = sessionLifetime
         configuration.localClock = { Date() + clockShift }
+        if let now { configuration.calendarClock = { now } }
+        if let calendarClock { configuration.calendarClock = calendarClock }
         configuration.idleTimeout = idleTimeout
         configuration.drainTimeout = drainTimeout
         configuration.connections = connections
         configuration.bodyTimeout = bodyTimeout
         configuration.metricsAddress = metricsPort.map { .init(host: "127.0.0.1", port: $0) }
+        configuration.tls = tls
         configuration.maxRequestsInFlight = maxRequestsInFlight
         let server = try await RunningStoreServer.start(
             configuration: configuration,
@@ -329,9 +353,14 @@ final class ServerProcess: Sendable {
     }
 
     /// Starts `store-server serve --port 0` on `location` and waits for its first line.
-    init(location: DatabaseLocation, port: Int = 0, quiet: Bool = true, extra: [String] = [])
-        async throws
-    {
+    /// With `log`, stderr goes to that file (to be read while the server runs).
+    init(
+        location: DatabaseLocation,
+        port: Int = 0,
+        quiet: Bool = true,
+        extra: [String] = [],
+        log: String? = nil
+    ) async throws {
         let database: String
         switch location {
         case .sqlite(let path): database = path
@@ -343,7 +372,8 @@ final class ServerProcess: Sendable {
                 "serve", "--port", String(port), "--database", database,
                 "--insecure-password-cost-for-tests", "--password-cost",
                 String(testPasswordCost),
-            ] + (quiet ? ["--quiet"] : []) + extra
+            ] + (quiet ? ["--quiet"] : []) + extra,
+            stderr: log.map { .path($0) } ?? .pipe
         )
         let text = await child.nextLine(timeout: 120) ?? ""
         guard text.hasPrefix("listening on "),

@@ -6,7 +6,9 @@ import Testing
 /// A throwaway PostgreSQL cluster for the tests: `initdb` into a temporary directory, `pg_ctl
 /// start` on a free loopback port (as the `postgres` system user when the tests run as root),
 /// one database per test, and an immediate stop plus removal of the directory when the
-/// process ends.
+/// process ends. The cluster listens on 127.0.0.1 and 127.0.0.2 and offers TLS with a
+/// certificate for `localhost` and 127.0.0.1 (not 127.0.0.2) signed by a throwaway CA
+/// (``caFile``): clients choose plain or TLS, as against a real server.
 final class PostgresCluster: Sendable {
     let directory: URL
     let port: Int
@@ -42,12 +44,51 @@ final class PostgresCluster: Sendable {
 
     private var dataDirectory: String { directory.appendingPathComponent("data").path }
 
+    /// The PEM certificate of the CA that signed the cluster's TLS certificate.
+    var caFile: String { directory.appendingPathComponent("ca.pem").path }
+
+    /// Makes the throwaway CA and the server's certificate and key (0600) in the cluster's
+    /// directory.
+    private func makeCertificates() async throws {
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let extensions = path("server.ext")
+        try Data("subjectAltName=DNS:localhost,IP:127.0.0.1\n".utf8).write(
+            to: URL(fileURLWithPath: extensions)
+        )
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+        try await run(
+            "/usr/bin/openssl",
+            ["req", "-x509"] + curve + [
+                "-keyout", path("ca.key"), "-out", caFile, "-days", "2", "-subj",
+                "/CN=Shopfloor test cluster CA",
+            ],
+            asPostgres: false
+        )
+        try await run(
+            "/usr/bin/openssl",
+            ["req"] + curve + [
+                "-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=localhost",
+            ],
+            asPostgres: false
+        )
+        try await run(
+            "/usr/bin/openssl",
+            [
+                "x509", "-req", "-in", path("server.csr"), "-CA", caFile, "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", extensions,
+            ],
+            asPostgres: false
+        )
+        chmod(path("server.key"), 0o600)
+    }
+
     private func start() async throws {
         do {
             try FileManager.default.createDirectory(
                 at: directory,
                 withIntermediateDirectories: true
             )
+            try await makeCertificates()
             if runAsPostgres {
                 try await run(
                     "/bin/chown",
@@ -62,12 +103,19 @@ final class PostgresCluster: Sendable {
                     "--locale=C",
                 ]
             )
+            // Clients from all of 127/8 (the second listen address, 127.0.0.2, too).
+            let hba = try FileHandle(
+                forWritingTo: URL(fileURLWithPath: dataDirectory + "/pg_hba.conf")
+            )
+            try hba.seekToEnd()
+            try hba.write(contentsOf: Data("host all all 127.0.0.0/8 trust\n".utf8))
+            try hba.close()
             try await run(
                 binDirectory.appendingPathComponent("pg_ctl").path,
                 [
                     "-D", dataDirectory, "-w", "-t", "60", "-l",
                     directory.appendingPathComponent("log").path, "-o",
-                    "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+                    "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1,127.0.0.2 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c ssl=on -c ssl_cert_file=\(directory.path)/server.crt -c ssl_key_file=\(directory.path)/server.key",
                     "start",
                 ]
             )

@@ -130,6 +130,9 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
     /// A short name people type instead of the id (`berlin-kurfuerstendamm`): 1–64 lowercase
     /// letters, digits and `-`, unique among the server's stores; absent from older servers.
     public var shortName: String?
+    /// When the store takes reservations, in its local time; nil (and absent on the wire) when
+    /// it has no opening hours and takes them at any time, or from an older server.
+    public var openingHours: OpeningHours?
 
     /// Makes and validates a store.
     public init(
@@ -138,7 +141,8 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
         timeZone: String,
         market: String,
         region: String,
-        shortName: String? = nil
+        shortName: String? = nil,
+        openingHours: OpeningHours? = nil
     ) throws(ValidationError) {
         self.id = id
         self.name = name
@@ -146,6 +150,7 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
         self.market = market
         self.region = region
         self.shortName = shortName
+        self.openingHours = openingHours
         try validate()
     }
 
@@ -245,7 +250,7 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, name, timeZone, market, region, shortName
+        case id, name, timeZone, market, region, shortName, openingHours
     }
 
     /// Decodes and validates a store; unknown keys are ignored.
@@ -257,6 +262,7 @@ public struct Store: Sendable, Hashable, Codable, Identifiable {
         market = try c.decode(String.self, forKey: .market)
         region = try c.decode(String.self, forKey: .region)
         shortName = try c.decodeIfPresent(String.self, forKey: .shortName)
+        openingHours = try c.decodeIfPresent(OpeningHours.self, forKey: .openingHours)
         do { try validate() } catch {
             throw c.wrapped(error, at: CodingKeys(stringValue: error.field))
         }

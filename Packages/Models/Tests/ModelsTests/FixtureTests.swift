@@ -52,7 +52,7 @@ struct FixtureTests {
         #expect(try roundTrip(catalog) == catalog)
         let json = String(decoding: try JSONEncoder.shopfloor.encode(catalog), as: UTF8.self)
         #expect(
-            !json.contains("loyaltyTier") && !json.contains("openingHours")
+            !json.contains("loyaltyTier") && !json.contains("parkingLevels")
                 && !json.contains("warehouse")
         )
     }
