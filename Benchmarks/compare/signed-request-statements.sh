@@ -68,11 +68,14 @@ WITH floor AS (SELECT since FROM auth_replay_floor WHERE id = 1), recorded AS (I
 SELECT u.username, u.display_name, u.home_store_id, u.password_hash, u.created_at, u.role, us.store_id FROM users u LEFT JOIN user_stores us ON us.username = u.username WHERE u.username = 'demo' ORDER BY us.store_id;
 SQL
 echo "==> one signed GET's database work on PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}'), pgbench, $clients connections, ${seconds}s each, extended protocol; $(uptime | sed 's/.*load/load/')"
-for run in before after before after; do
+# Alternating, twice, so a neighbour's burst on a shared machine shows as a spread; the last
+# row is what named prepared statements (parsed once per connection) would add on top.
+for run in before:extended after:extended before:extended after:extended after:prepared; do
+  script=${run%%:*} protocol=${run##*:}
   "$pgbin/psql" "$db" -qAtc "SELECT pg_stat_reset_shared('wal')" >/dev/null
-  out=$("$pgbin/pgbench" -n -M extended -c "$clients" -j 2 -T "$seconds" -f "$work/$run.sql" "$db" 2>&1)
-  tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
+  out=$("$pgbin/pgbench" -n -M "$protocol" -c "$clients" -j 2 -T "$seconds" -f "$work/$script.sql" "$db" 2>&1)
+  tps=$(sed -n 's/^tps = \([0-9]*\).*/\1/p' <<<"$out")
   latency=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
   flushes=$("$pgbin/psql" "$db" -qAtc "SELECT wal_sync FROM pg_stat_wal")
-  printf '%-7s %8s signed requests/s   mean %6s ms   WAL flushes %s\n' "$run" "$tps" "$latency" "$flushes"
+  printf '%-7s %-9s %6s signed requests/s   mean %7s ms   WAL flushes %s\n' "$script" "$protocol" "$tps" "$latency" "$flushes"
 done
