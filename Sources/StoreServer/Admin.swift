@@ -111,18 +111,7 @@ public final class StoreAdmin: Sendable {
     private func resolve(_ references: [String]) async throws -> [UUID] {
         var ids: [UUID] = []
         for reference in references {
-            guard
-                let store = try await Repository(database: database).store(
-                    reference: reference,
-                    scope: .everyStore
-                )
-            else {
-                throw UserError(
-                    code: .notFound,
-                    message:
-                        "store '\(reference.prefix(64))' does not exist (give its id or short name)"
-                )
-            }
+            let store = try await store(reference)
             if !ids.contains(store.id) { ids.append(store.id) }
         }
         return ids
