@@ -119,7 +119,7 @@ struct List: AsyncParsableCommand {
             The day is in each reservation's store's time zone; `today` is the store's today \
             with --store, else this machine's.
 
-            Example: reservations list --date today --store 5D0F1C2A-0004-4A00-8000-000000000004
+            Example: reservations list --date today --store berlin-kurfuerstendamm
             """
     )
 

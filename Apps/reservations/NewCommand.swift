@@ -26,7 +26,8 @@ struct New: AsyncParsableCommand {
             Example:
               reservations new --store 5D0F1C2A-0004-4A00-8000-000000000004 \\
                 --start '2025-06-02 10:00' --topic 'Suit fitting' --party-size 2 \\
-                --field givenName=Ana --field familyName=Weber --field email=ana@example.com --no-input
+                --field givenName=Ana --field familyName=Weber \\
+                --field email=ana@example.com --no-input
             """
     )
 

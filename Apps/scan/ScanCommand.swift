@@ -42,8 +42,8 @@ struct ScanCommand: SuiteCommand {
               scan --format jsonl --symbologies qr,datamatrix photos/*.jpg
               scan --recursive --jobs 2 --quiet shelf/ > codes.txt
               curl -s https://example.com/code.png | scan -
-              scan --text --validate imei --format jsonl box.png   (OCR: "text", "lines", "matches")
-              scan --text --barcodes --annotate checked/ photos/*.jpg   (pictures of what was read)
+              scan --text --validate imei --format jsonl box.png     # text, lines, matches
+              scan --text --barcodes --annotate checked/ photos/*.jpg  # what was read
             """,
         version: SuiteVersion.current
     )

@@ -13,14 +13,17 @@ struct StoreServerCommand: SuiteCommand {
         abstract:
             "The Shopfloor store server: reservations, customers, products and client configuration.",
         discussion: """
-            Data lives in SQLite ($SHOPFLOOR_HOME/server/store.sqlite) unless --database names a
-            file or a postgres://user@host/db URL. Every command runs pending migrations first.
+            Data lives in SQLite ($SHOPFLOOR_HOME/server/store.sqlite) unless
+            --database names a file or a postgres://user@host/db URL. Every command
+            runs pending migrations first.
 
             Examples:
               store-server serve --demo-data
-              store-server serve --port 0 --database postgres://shopfloor@127.0.0.1/shopfloor
-              printf '%s' "$PASSWORD" | store-server user add ana --display-name "Ana Weber"
-              store-server config set-flag checkInEnabled false --store 5D0F1C2A-0006-4A00-8000-000000000006
+              store-server serve --database postgres://shopfloor@db.example/shopfloor
+              printf '%s' "$PASSWORD" | store-server user add ana \\
+                --store berlin-kurfuerstendamm
+              store-server config set-flag checkInEnabled false \\
+                --store 5D0F1C2A-0006-4A00-8000-000000000006
               store-server store hours berlin-kurfuerstendamm sunday closed
             """,
         version: SuiteVersion.current,

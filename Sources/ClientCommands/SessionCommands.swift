@@ -18,7 +18,8 @@ public struct Login<App: SuiteClientApp>: AsyncParsableCommand {
                 --password-stdin. The server URL is stored too: later commands of every suite app \
                 use it unless --server or SHOPFLOOR_SERVER says otherwise.
 
-                Example: printf '%s' "$PASSWORD" | \(App.appName) login --user demo --password-stdin
+                Example:
+                  printf '%s' "$PASSWORD" | \(App.appName) login --user demo --password-stdin
                 """
         )
     }
