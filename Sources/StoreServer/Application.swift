@@ -381,8 +381,8 @@ public final class RunningStoreServer: Sendable {
 
     /// Builds and starts the server; returns once it listens (after `configuration`'s own
     /// `onListening` ran).
-    /// - Throws: `DatabaseError` when the database cannot be prepared, or the error that
-    ///   stopped the server before it listened (an address in use).
+    /// - Throws: `DatabaseError` when the database cannot be prepared, ``ListenError`` when
+    ///   the server (or its metrics listener) could not listen on its address.
     public static func start(
         configuration: StoreServerConfiguration,
         logger: Logger = Logger(label: "store-server")
@@ -425,14 +425,22 @@ public final class RunningStoreServer: Sendable {
         }
         var iterator = stream.makeAsyncIterator()
         guard let port = await iterator.next() else {
-            try await task.value
+            do {
+                try await task.value
+            } catch {
+                throw ListenError(host: configuration.host, port: configuration.port, cause: error)
+            }
             throw DatabaseError(.unavailable, "the server stopped before it listened")
         }
         var metricsURL: URL?
         if let address = configuration.metricsAddress {
             var metricsIterator = metricsStream.makeAsyncIterator()
             guard let metricsPort = await metricsIterator.next() else {
-                try await task.value
+                do {
+                    try await task.value
+                } catch {
+                    throw ListenError(host: address.host, port: address.port, cause: error)
+                }
                 throw DatabaseError(.unavailable, "the server stopped before its metrics listened")
             }
             metricsURL = URL(string: "http://\(Self.urlHost(address.host)):\(metricsPort)")

@@ -3,6 +3,7 @@ import ChildProcesses
 import Foundation
 import Models
 import StoreServer
+import TestSupport
 import Testing
 
 /// The `store-server` binary's administration commands, run as an operator runs them.
@@ -247,5 +248,21 @@ struct AdminCommandTests {
         #expect(cheap.status == 64)
         #expect(cheap.stderr.contains("--insecure-password-cost-for-tests"), "\(cheap.stderr)")
         #expect(try await Self.run(["--version"]).stdout == "0.1.0\n")
+    }
+
+    @Test("serve on a port in use exits 1 naming the address, not the socket call")
+    func portInUse() async throws {
+        let (fd, port) = try PeerListener.listeningSocket()
+        defer { close(fd) }
+        let location = try await TestDatabases.make(.sqlite)
+        let run = try await Self.run(
+            ["serve", "--port", String(port)] + Self.database(location)
+        )
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(
+            run.stderr.contains("error: cannot listen on 127.0.0.1:\(port): the address is in use"),
+            "\(run.stderr)"
+        )
+        #expect(!run.stderr.contains("bind(descriptor"), "\(run.stderr)")
     }
 }

@@ -144,7 +144,7 @@ struct HostileInputTests {
             let port = server.url.port!
             let garbage = try RawSocket(port: port)
             try garbage.send("GET /health HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n")
-            let rejected = try garbage.readUntilClosed()
+            let rejected = await garbage.readUntilClosedOffPool()
             #expect(rejected.closed)
             #expect(rejected.text.hasPrefix("HTTP/1.1 400"), "\(rejected.text)")
             #expect(rejected.text.lowercased().contains("content-type: application/problem+json"))
@@ -154,7 +154,7 @@ struct HostileInputTests {
             try large.send(
                 "POST /v1/auth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 10000000\r\n\r\ngrant_type="
             )
-            let tooLarge = try large.readUntilClosed()
+            let tooLarge = await large.readUntilClosedOffPool()
             #expect(tooLarge.closed, "the connection stays open after 413")
             #expect(tooLarge.text.hasPrefix("HTTP/1.1 413"), "\(tooLarge.text)")
             #expect(tooLarge.text.lowercased().contains("connection: close"))
