@@ -33,6 +33,7 @@ public struct ListenError: Error, CustomStringConvertible {
         }
     }
 
+    /// `cannot listen on HOST:PORT: REASON`.
     public var description: String {
         let shown = host.contains(":") ? "[\(host)]" : host
         return "cannot listen on \(shown):\(port): \(reason)"
