@@ -186,7 +186,7 @@ let errors = all.filter { $0.status != 200 && $0.status != 304 }.count
 // The generator's own CPU over the run (user + system, all threads, sign-in included): on a
 // machine it shares with the server, what it takes is not available to the server.
 var usage = rusage()
-getrusage(RUSAGE_SELF, &usage)
+getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
 let cpuSeconds =
     Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
     + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
