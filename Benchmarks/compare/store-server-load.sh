@@ -54,9 +54,9 @@ scenarios() { # $1 label, $2 comma-separated URLs, $3 database
 import sys, sqlite3, subprocess
 db = sys.argv[1]
 if db.startswith("postgres"):
-    out = subprocess.run(["psql", db, "-Atc", "SELECT code FROM reservations ORDER BY id LIMIT 50"], capture_output=True, text=True).stdout.split()
+    out = subprocess.run(["psql", db, "-Atc", "SELECT code FROM reservations WHERE store_id = '5D0F1C2A-0004-4A00-8000-000000000004' ORDER BY id LIMIT 50"], capture_output=True, text=True).stdout.split()
 else:
-    out = [r[0] for r in sqlite3.connect(db).execute("SELECT code FROM reservations ORDER BY id LIMIT 50")]
+    out = [r[0] for r in sqlite3.connect(db).execute("SELECT code FROM reservations WHERE store_id = '5D0F1C2A-0004-4A00-8000-000000000004' ORDER BY id LIMIT 50")]
 print("|".join("/v1/reservations/by-code/" + c for c in out))
 PY
 )
@@ -94,7 +94,10 @@ PY
 
 echo "==> store-server load: ${seconds}s per run, signed requests, loopback, $(nproc) cores shared with the generator; $(uptime | sed 's/.*load/load/')"
 echo "    generator_cpu: the generator's own CPU (user + system) as a share of one core over its run"
-sqlite="$work/store.sqlite"
+# store-server refuses a database directory others may enter; the work directory stays 755
+# for the PostgreSQL cluster, which runs as its own user.
+mkdir -m 700 "$work/sqlite"
+sqlite="$work/sqlite/store.sqlite"
 "$bin/store-server" seed --demo --database "$sqlite" --insecure-password-cost-for-tests --password-cost 1000 >/dev/null
 url=$(start_server "$sqlite")
 scenarios "SQLite, 1 process" "$url" "$sqlite"
