@@ -102,14 +102,15 @@ public final class SQLSessionStore: SessionStore {
     /// its session (each signed request reads both).
     public func tokenWithSession(digest: String) async throws -> (TokenRecord, SessionRecord?)? {
         guard
-            let row = try await database.sql.raw(
-                """
-                SELECT t.digest, t.session_id, t.kind, t.expires_at, t.rotated_at,
-                       s.id, s.subject, s.key_id, s.key_secret, s.created_at, s.revoked_at
-                FROM auth_tokens t LEFT JOIN auth_sessions s ON s.id = t.session_id
-                WHERE t.digest = \(bind: digest)
-                """
-            ).first()
+            let row = try await database.rows(
+                PreparedStatements.TokenWithSession(digest: digest),
+                otherwise: """
+                    SELECT t.digest, t.session_id, t.kind, t.expires_at, t.rotated_at,
+                           s.id, s.subject, s.key_id, s.key_secret, s.created_at, s.revoked_at
+                    FROM auth_tokens t LEFT JOIN auth_sessions s ON s.id = t.session_id
+                    WHERE t.digest = \(bind: digest)
+                    """
+            ).first
         else { return nil }
         let token = try Self.token(row)
         guard try row.optionalString("id") != nil else { return (token, nil) }
@@ -214,21 +215,29 @@ public final class SQLNonceStore: NonceStore {
             }
             return rows.isEmpty ? .replay : .recorded
         }
+        let statement = PreparedStatements.RecordNonce(
+            keyID: keyID,
+            nonce: nonce,
+            created: created,
+            expiresAt: expiresAt,
+            now: now
+        )
         for attempt in 0..<2 {
             // One round trip: the floor, and the nonce recorded only when signed after it.
-            let row = try await database.sql.raw(
-                """
-                WITH floor AS (SELECT since FROM auth_replay_floor WHERE id = 1),
-                recorded AS (
-                    INSERT INTO auth_nonces (key_id, nonce, created, expires_at)
-                    SELECT \(bind: keyID), \(bind: nonce), \(bind: created), \(bind: expiresAt)
-                    FROM floor WHERE floor.since <= \(bind: created * 1000)
-                    ON CONFLICT (key_id, nonce) DO UPDATE SET created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
-                    WHERE auth_nonces.expires_at < \(bind: now)
-                    RETURNING 1 AS one)
-                SELECT (SELECT since FROM floor) AS since, (SELECT COUNT(*) FROM recorded) AS recorded
-                """
-            ).first()
+            let row = try await database.rows(
+                statement,
+                otherwise: """
+                    WITH floor AS (SELECT since FROM auth_replay_floor WHERE id = 1),
+                    recorded AS (
+                        INSERT INTO auth_nonces (key_id, nonce, created, expires_at)
+                        SELECT \(bind: keyID), \(bind: nonce), \(bind: created), \(bind: expiresAt)
+                        FROM floor WHERE floor.since <= \(bind: created * 1000)
+                        ON CONFLICT (key_id, nonce) DO UPDATE SET created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
+                        WHERE auth_nonces.expires_at < \(bind: now)
+                        RETURNING 1 AS one)
+                    SELECT (SELECT since FROM floor) AS since, (SELECT COUNT(*) FROM recorded) AS recorded
+                    """
+            ).first
             guard let row, let since = try row.optionalInt("since") else {
                 if attempt == 0 { try await setFloor() }
                 continue

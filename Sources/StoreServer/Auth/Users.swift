@@ -44,17 +44,19 @@ struct Access: Sendable, Equatable {
 struct UserRepository: Sendable {
     let database: StoreDatabase
 
-    private static let columns =
+    static let columns =
         "u.username, u.display_name, u.home_store_id, u.password_hash, u.created_at, u.role, us.store_id"
 
     func user(_ username: String) async throws -> StoredUser? {
+        // Every signed request reads its user: a prepared statement on PostgreSQL.
         try Self.users(
-            try await database.sql.raw(
-                """
-                SELECT \(unsafeRaw: Self.columns) FROM users u LEFT JOIN user_stores us ON us.username = u.username
-                WHERE u.username = \(bind: username) ORDER BY us.store_id
-                """
-            ).all()
+            try await database.rows(
+                PreparedStatements.UserWithStores(username: username),
+                otherwise: """
+                    SELECT \(unsafeRaw: Self.columns) FROM users u LEFT JOIN user_stores us ON us.username = u.username
+                    WHERE u.username = \(bind: username) ORDER BY us.store_id
+                    """
+            )
         ).first
     }
 

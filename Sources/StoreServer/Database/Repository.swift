@@ -238,11 +238,18 @@ struct Repository: Sendable {
         ).first().map(ModelRows.detail)
     }
 
+    /// Show-by-code, the busiest read of the counter: a prepared statement on PostgreSQL.
     func reservation(code: ConfirmationCode, scope: StoreScope) async throws -> ReservationDetail? {
-        try await sql.raw(
-            SQLQueryString(ModelRows.detailSelect) + " WHERE r.code = \(bind: code.compact) AND "
-                + scope.condition("r.store_id")
-        ).first().map(ModelRows.detail)
+        let stores = scope.storeIDs
+        return try await database.rows(
+            PreparedStatements.ReservationByCode(
+                code: code.compact,
+                everyStore: stores == nil,
+                stores: stores ?? []
+            ),
+            otherwise: SQLQueryString(ModelRows.detailSelect)
+                + " WHERE r.code = \(bind: code.compact) AND " + scope.condition("r.store_id")
+        ).first.map(ModelRows.detail)
     }
 
     /// The calendar day of `instant` in `store`'s time zone, `YYYY-MM-DD`.

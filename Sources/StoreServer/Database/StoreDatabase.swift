@@ -130,8 +130,8 @@ public final class StoreDatabase: Sendable {
     /// Where it is (printable, no password).
     public let location: DatabaseLocation
     let logger: Logger
-    private let poolLogger: Logger
-    private let pool: Pool
+    let poolLogger: Logger
+    let pool: Pool
     private let threadPool: NIOThreadPool?
     /// Faults a test injects into every statement (nil in production).
     let faults: InjectedFaults?
@@ -142,7 +142,7 @@ public final class StoreDatabase: Sendable {
 
     // AsyncKit's pools are not marked Sendable, but are built for use from any thread: every
     // method locks or hops to the pool's event loop.
-    private enum Pool: @unchecked Sendable {
+    enum Pool: @unchecked Sendable {
         case sqlite(EventLoopGroupConnectionPool<PragmaSQLiteSource>)
         case postgres(EventLoopGroupConnectionPool<PostgresConnectionSource>)
     }

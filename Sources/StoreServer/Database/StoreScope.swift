@@ -51,6 +51,14 @@ struct StoreScope: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The ids of the stores in the scope, sorted, or nil for every store.
+    var storeIDs: [String]? {
+        switch stores {
+        case .every: return nil
+        case .only(let ids): return ids.map(\.uuidString).sorted()
+        }
+    }
+
     /// `every store` or the ids.
     var description: String {
         switch stores {

@@ -1,0 +1,141 @@
+internal import Foundation
+internal import PostgresKit
+internal import SQLKit
+
+/// The statements every signed request runs, as PostgreSQL named prepared statements: each is
+/// parsed and planned once per connection (PostgresNIO prepares it on first use and keeps it
+/// for the connection's life), then sent as Bind and Execute only. Through SQLKit every
+/// statement is an unnamed one, parsed and planned again each time; at a thousand signed
+/// requests a second that was PostgreSQL's main cost.
+///
+/// The SQL is the same as the SQLKit forms beside each caller, which SQLite (and PostgreSQL
+/// inside a unit of work) still run. A change to one needs the same change to the other.
+enum PreparedStatements {
+    /// A statement whose rows are read as SQLKit rows, so callers share their row readers
+    /// with the SQLKit path.
+    protocol Statement: PostgresPreparedStatement where Row == PostgresRow {}
+
+    /// The token with its session (``SQLSessionStore/tokenWithSession(digest:)``).
+    struct TokenWithSession: Statement {
+        static let name = "shopfloor_token_with_session_v1"
+        static let sql = """
+            SELECT t.digest, t.session_id, t.kind, t.expires_at, t.rotated_at,
+                   s.id, s.subject, s.key_id, s.key_secret, s.created_at, s.revoked_at
+            FROM auth_tokens t LEFT JOIN auth_sessions s ON s.id = t.session_id
+            WHERE t.digest = $1
+            """
+        var digest: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(digest)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    }
+
+    /// Records a nonce unless signed before the replay floor
+    /// (``SQLNonceStore/record(keyID:nonce:created:expiresAt:now:)``).
+    struct RecordNonce: Statement {
+        static let name = "shopfloor_record_nonce_v1"
+        static let sql = """
+            WITH floor AS (SELECT since FROM auth_replay_floor WHERE id = 1),
+            recorded AS (
+                INSERT INTO auth_nonces (key_id, nonce, created, expires_at)
+                SELECT $1, $2, $3, $4
+                FROM floor WHERE floor.since <= $5
+                ON CONFLICT (key_id, nonce) DO UPDATE SET created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
+                WHERE auth_nonces.expires_at < $6
+                RETURNING 1 AS one)
+            SELECT (SELECT since FROM floor) AS since, (SELECT COUNT(*) FROM recorded) AS recorded
+            """
+        var keyID: String
+        var nonce: String
+        var created: Int64
+        var expiresAt: Int64
+        var now: Int64
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 6)
+            bindings.append(keyID)
+            bindings.append(nonce)
+            bindings.append(created)
+            bindings.append(expiresAt)
+            bindings.append(created * 1000)
+            bindings.append(now)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    }
+
+    /// A user with their stores, one row per store (``UserRepository/user(_:)``).
+    struct UserWithStores: Statement {
+        static let name = "shopfloor_user_with_stores_v1"
+        static let sql = """
+            SELECT \(UserRepository.columns) FROM users u LEFT JOIN user_stores us ON us.username = u.username
+            WHERE u.username = $1 ORDER BY us.store_id
+            """
+        var username: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(username)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    }
+
+    /// A reservation by its confirmation code within a scope
+    /// (``Repository/reservation(code:scope:)``): every store, or the stores in `$3` (one
+    /// statement for any number of them, where SQLKit's `IN` list makes one per count).
+    struct ReservationByCode: Statement {
+        static let name = "shopfloor_reservation_by_code_v1"
+        static let sql =
+            ModelRows.detailSelect + " WHERE r.code = $1 AND ($2 OR r.store_id = ANY($3))"
+        var code: String
+        var everyStore: Bool
+        var stores: [String]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 3)
+            bindings.append(code)
+            bindings.append(everyStore)
+            bindings.append(stores)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    }
+}
+
+extension StoreDatabase {
+    /// Runs `statement` as a named prepared statement on a pooled PostgreSQL connection and
+    /// returns its rows; nil on SQLite and inside a unit of work (the unit's own connection
+    /// and transaction), where the caller runs its SQLKit form instead.
+    ///
+    /// Injected faults (tests) see the statement's SQL as they see every other statement's.
+    func prepared<S: PreparedStatements.Statement>(_ statement: S) async throws -> [any SQLRow]? {
+        guard case .postgres(let pool) = self.pool, currentUnit == nil else { return nil }
+        if let faults, faults.fails(S.sql) { throw InjectedFault() }
+        let connection = try await pool.requestConnection(logger: poolLogger).get()
+        defer { pool.releaseConnection(connection, logger: poolLogger) }
+        var rows: [any SQLRow] = []
+        for try await row in try await connection.execute(statement, logger: poolLogger) {
+            rows.append(row.sql())
+        }
+        return rows
+    }
+
+    /// The rows of `statement` prepared on PostgreSQL (outside a unit of work), else of
+    /// `query` through SQLKit: the same SQL in SQLKit's form.
+    func rows<S: PreparedStatements.Statement>(
+        _ statement: S,
+        otherwise query: @autoclosure () -> SQLQueryString
+    ) async throws -> [any SQLRow] {
+        if let rows = try await prepared(statement) { return rows }
+        return try await sql.raw(query()).all()
+    }
+}
