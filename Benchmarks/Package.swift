@@ -20,6 +20,13 @@ let package = Package(
         .package(path: "../Packages/Auth"),
         .package(path: "../Packages/ImageCache"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // HelloFloor only: the framework's floor in compare/store-server-load.sh. No default
+        // traits, as everywhere Hummingbird is named.
+        .package(
+            url: "https://github.com/hummingbird-project/hummingbird",
+            from: "2.28.1",
+            traits: []
+        ),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // The RFC 8941 parser AuthBenchmarks compares Auth's own reader with.
         .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
@@ -74,6 +81,17 @@ let package = Package(
             name: "StoreServerLoad",
             dependencies: [.product(name: "Auth", package: "Auth")],
             path: "Tools/StoreServerLoad",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Run by compare/store-server-load.sh: Hummingbird's hello world, the floor every
+        // store-server figure is compared with.
+        .executableTarget(
+            name: "HelloFloor",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tools/HelloFloor",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

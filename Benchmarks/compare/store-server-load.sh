@@ -5,13 +5,19 @@
 # and two server processes; then the highest rate that keeps show-by-code p99 <= 20 ms.
 # The baseline in the same run is GET /health through the same generator (no signature,
 # no database work besides SELECT 1), so the ratio shows what signing and SQL cost.
+# The floor is Hummingbird's hello world (Tools/HelloFloor) under the same generator at the
+# same rates, run first: every show-by-code row prints its latency as a multiple of it.
+# With HAProxy installed, a last row puts the two PostgreSQL processes behind it on loopback
+# (round robin, as the test rig's balancer; plain HTTP).
 # $1: the root package's release bin path (store-server). STORE_LOAD_SECONDS (default 8).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:?usage: store-server-load.sh RELEASE_BIN_PATH}
 seconds=${STORE_LOAD_SECONDS:-8}
 swift build -c release --product StoreServerLoad >&2
+swift build -c release --product HelloFloor >&2
 load="$(swift build -c release --show-bin-path)/StoreServerLoad"
+hello="$(swift build -c release --show-bin-path)/HelloFloor"
 work=$(mktemp -d)
 chmod 755 "$work"
 # start_server runs in a command substitution (a subshell), so the servers' pids go to a
@@ -47,6 +53,58 @@ stop_servers() {
   kill_servers
 }
 
+start_floor() { # prints the URL
+  local out="$work/out.$RANDOM"
+  "$hello" 0 >"$out" 2>"$work/err" &
+  echo $! >>"$pidfile"
+  for _ in $(seq 1 600); do [[ -s "$out" ]] && break; sleep 0.1; done
+  sed 's/^listening on //' "$out" | head -1
+}
+
+start_haproxy() { # $1 comma-separated backend URLs, prints the balancer's URL
+  local port index=0 url
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  {
+    printf 'global\n    maxconn 4000\n'
+    printf 'defaults\n    mode http\n    timeout connect 1s\n    timeout client 60s\n    timeout server 30s\n'
+    printf 'frontend loads\n    bind 127.0.0.1:%s\n    default_backend stores\n' "$port"
+    printf 'backend stores\n    balance roundrobin\n'
+    for url in ${1//,/ }; do
+      index=$((index + 1))
+      printf '    server app%s %s\n' "$index" "${url#http://}"
+    done
+  } >"$work/haproxy.cfg"
+  haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+  echo $! >>"$pidfile"
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  echo "http://127.0.0.1:$port"
+}
+
+floor_line='' # the floor's show-by-code-rate line, set before any store-server row
+versus_floor() { # $1 a generator line at the floor's rate: its latency over the floor's
+  python3 - "$1" "$floor_line" <<'PY'
+import json, sys
+row, floor = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+def times(a, b): return f"{a / b:.1f}x" if b > 0 else "n/a"
+print(f"    vs the Hummingbird floor: p50 {times(row['p50_ms'], floor['p50_ms'])}, "
+      f"p99 {times(row['p99_ms'], floor['p99_ms'])}, "
+      f"throughput {row['achieved_rps'] / floor['achieved_rps']:.2f}x")
+PY
+}
+
+best_rate() { # $1 URLs, $2 paths: the highest rate of the sweep with p99 <= 20 ms, no errors
+  local best=0 rate line p99
+  for rate in 500 1000 1500 2000 2500 3000 4000; do
+    line=$("$load" "$1" "$2" "$rate" 4)
+    p99=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(r["p99_ms"] if r["errors"] == 0 else 1e9)' "$line")
+    if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 20 else 1)' "$p99"; then best=$rate; else break; fi
+  done
+  echo "$best"
+}
+
 scenarios() { # $1 label, $2 comma-separated URLs, $3 database
   local urls=$2 first=${2%%,*}
   local codes gtin
@@ -73,7 +131,10 @@ PY
   local search="/v1/reservations?query=weber&limit=20|/v1/reservations?date=$(date -u +%F)&limit=20|/v1/reservations?status=confirmed&limit=20"
   printf '%-34s %-16s %s\n' "$1" "health (baseline)" "$("$load" "$urls" "/health" 1000 "$seconds")"
   if [[ $3 == postgres* ]]; then psql "$3" -qAtc "SELECT pg_stat_statements_reset(), pg_stat_reset_shared('wal')" >/dev/null; fi
-  printf '%-34s %-16s %s\n' "$1" "show-by-code" "$("$load" "$urls" "$codes" 1000 "$seconds")"
+  local show
+  show=$("$load" "$urls" "$codes" 1000 "$seconds")
+  printf '%-34s %-16s %s\n' "$1" "show-by-code" "$show"
+  versus_floor "$show"
   if [[ $3 == postgres* ]]; then
     # Where the database's time went in that run: the statements by total time, and how
     # often the WAL was flushed to disk (each a synchronous commit's wait).
@@ -82,18 +143,17 @@ PY
   fi
   printf '%-34s %-16s %s\n' "$1" "search" "$("$load" "$urls" "$search" 300 "$seconds")"
   printf '%-34s %-16s %s\n' "$1" "product image" "$("$load" "$urls" "$gtin" 1000 "$seconds")"
-  local best=0
-  for rate in 500 1000 1500 2000 2500 3000 4000; do
-    local line p99
-    line=$("$load" "$urls" "$codes" "$rate" 4)
-    p99=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(r["p99_ms"] if r["errors"] == 0 else 1e9)' "$line")
-    if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 20 else 1)' "$p99"; then best=$rate; else break; fi
-  done
-  printf '%-34s %-16s highest tried rate with p99 <= 20 ms and no errors: %s req/s\n' "$1" "show-by-code" "$best"
+  printf '%-34s %-16s highest tried rate with p99 <= 20 ms and no errors: %s req/s\n' "$1" "show-by-code" "$(best_rate "$urls" "$codes")"
 }
 
 echo "==> store-server load: ${seconds}s per run, signed requests, loopback, $(nproc) cores shared with the generator; $(uptime | sed 's/.*load/load/')"
 echo "    generator_cpu: the generator's own CPU (user + system) as a share of one core over its run"
+# The floor: Hummingbird alone, the same generator signing every request (ignored there).
+url=$(start_floor)
+floor_line=$("$load" "$url" "/hello" 1000 "$seconds")
+printf '%-34s %-16s %s\n' "Hummingbird floor, 1 process" "hello world" "$floor_line"
+printf '%-34s %-16s highest tried rate with p99 <= 20 ms and no errors: %s req/s\n' "Hummingbird floor, 1 process" "hello world" "$(best_rate "$url" "/hello")"
+stop_servers
 # store-server refuses a database directory others may enter; the work directory stays 755
 # for the PostgreSQL cluster, which runs as its own user.
 mkdir -m 700 "$work/sqlite"
@@ -121,6 +181,11 @@ if [[ -x "$pgbin/initdb" ]]; then
   stop_servers
   url1=$(start_server "$pg"); url2=$(start_server "$pg")
   scenarios "PostgreSQL, 2 processes" "$url1,$url2" "$pg"
+  if command -v haproxy >/dev/null; then
+    scenarios "PostgreSQL, 2 behind HAProxy" "$(start_haproxy "$url1,$url2")" "$pg"
+  else
+    echo "HAProxy not installed (apt-get install haproxy): the balanced row is skipped"
+  fi
   stop_servers
 else
   echo "PostgreSQL not installed (apt-get install postgresql): skipped"
