@@ -84,13 +84,14 @@ struct Seed: AsyncParsableCommand {
     )
     @Flag(help: "The demo data set (required).") var demo = false
     @OptionGroup var options: DatabaseOptions
+    @OptionGroup var cost: PasswordCostOptions
 
     func validate() throws {
         guard demo else { throw ValidationError("say which data to load: --demo") }
     }
 
     func run() async throws {
-        try await runAdmin(options) { admin in
+        try await runAdmin(options, cost: cost) { admin in
             let summary = try await admin.seedDemo(now: TestClock.now())
             if summary.loaded {
                 try StandardOutput.line(
@@ -150,10 +151,11 @@ struct UserCommand: AsyncParsableCommand {
         var stores: [String] = []
         @Option(help: "The home store (the same as a first --store).") var homeStore: String?
         @OptionGroup var options: DatabaseOptions
+        @OptionGroup var cost: PasswordCostOptions
 
         func run() async throws {
             let password = try readPassword(for: name)
-            try await runAdmin(options) { admin in
+            try await runAdmin(options, cost: cost) { admin in
                 let associate = try await admin.addUser(
                     name,
                     password: password,
@@ -236,9 +238,10 @@ struct UserCommand: AsyncParsableCommand {
         )
         @Argument(help: "The user name.") var name: String
         @OptionGroup var options: DatabaseOptions
+        @OptionGroup var cost: PasswordCostOptions
 
         func run() async throws {
-            try await runAdmin(options) { admin in
+            try await runAdmin(options, cost: cost) { admin in
                 // An unknown user is exit 3 before anything is asked or checked.
                 guard try await admin.listUsers().contains(where: { $0.associate.username == name })
                 else {
