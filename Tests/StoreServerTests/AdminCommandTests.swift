@@ -66,10 +66,16 @@ struct AdminCommandTests {
             stdin: "first secret\n"
         )
         #expect(added.status == 0, "\(added.stderr)")
-        let duplicate = try await Self.run(["user", "add", "ana"] + db + Self.cost, stdin: "another secret")
+        let duplicate = try await Self.run(
+            ["user", "add", "ana"] + db + Self.cost,
+            stdin: "another secret"
+        )
         #expect(duplicate.status == 1)
         #expect(duplicate.stderr == "error: user ana already exists\n")
-        let badName = try await Self.run(["user", "add", "ana weber"] + db + Self.cost, stdin: "some secret")
+        let badName = try await Self.run(
+            ["user", "add", "ana weber"] + db + Self.cost,
+            stdin: "some secret"
+        )
         #expect(badName.status == 1 && badName.stderr.contains("ana weber"))
         let noPassword = try await Self.run(["user", "add", "ben"] + db + Self.cost, stdin: "")
         #expect(
@@ -126,7 +132,10 @@ struct AdminCommandTests {
         #expect(missing.status == 3)
         #expect(missing.stderr == "error: user ana does not exist\n")
         // An unknown user is 3 before the password is looked at.
-        let nobody = try await Self.run(["user", "passwd", "nobody"] + db + Self.cost, stdin: "short")
+        let nobody = try await Self.run(
+            ["user", "passwd", "nobody"] + db + Self.cost,
+            stdin: "short"
+        )
         #expect(nobody.status == 3)
         #expect(nobody.stderr == "error: user nobody does not exist\n")
     }
@@ -247,7 +256,9 @@ struct AdminCommandTests {
         #expect(cheap.status == 64)
         #expect(cheap.stderr.contains("--insecure-password-cost-for-tests"), "\(cheap.stderr)")
         // Options only where they act: the commands that never hash a password refuse a cost.
-        for command in [["migrate"], ["backup", "x.sqlite"], ["config", "show"], ["user", "list"]] {
+        for command in [
+            ["migrate"], ["backup", "x.sqlite"], ["config", "show"], ["user", "list"],
+        ] {
             let refused = try await Self.run(
                 command + ["--database", corrupt.path, "--password-cost", "600000"]
             )
