@@ -154,6 +154,12 @@ struct UserCommand: AsyncParsableCommand {
         @OptionGroup var cost: PasswordCostOptions
 
         func run() async throws {
+            // A name that can never be added is refused before a password is asked for.
+            guard Associate.isValidUsername(name) else {
+                throw CommandError.usage(
+                    "user name '\(name.prefix(64))' must be 1–64 letters, digits, '.', '_' or '-'"
+                )
+            }
             let password = try readPassword(for: name)
             try await runAdmin(options, cost: cost) { admin in
                 let associate = try await admin.addUser(

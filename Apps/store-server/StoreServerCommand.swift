@@ -113,7 +113,7 @@ struct PasswordCostOptions: ParsableArguments {
 }
 
 /// Runs `body` on the migrated database and closes it; failures become the suite's exit codes
-/// with an `error:` line (an unknown user 3, anything else 1). `cost` is given by the commands
+/// with an `error:` line (an unknown user 3, a bad user name or password 64, anything else 1). `cost` is given by the commands
 /// that hash a password; the others never hash one.
 func runAdmin(
     _ options: DatabaseOptions,
@@ -136,7 +136,14 @@ func runAdmin(
         await admin.close()
     } catch let error as UserError {
         await admin.close()
-        throw CommandError(error.code == .notFound ? .notFound : .failure, error.message)
+        // A bad name or password is the caller's input (64); an unknown user 3; a taken name 1.
+        let code: ExitStatus =
+            switch error.code {
+            case .notFound: .notFound
+            case .invalidName, .invalidPassword: .usage
+            case .exists: .failure
+            }
+        throw CommandError(code, error.message)
     } catch let error as CommandError {
         await admin.close()
         throw error
