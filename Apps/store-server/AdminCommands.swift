@@ -223,15 +223,30 @@ struct UserCommand: AsyncParsableCommand {
                         String(decoding: try JSONEncoder.shopfloor.encode(page), as: UTF8.self)
                     )
                 } else {
+                    // Stores by short name (else id), the home store first.
+                    var names: [UUID: String] = [:]
+                    var table = TextTable(header: ["USER", "NAME", "ROLE", "STORES"])
                     for user in users {
                         let associate = user.associate
-                        let stores =
+                        var stores: [String] = []
+                        for id in associate.storeIDs {
+                            if names[id] == nil {
+                                let store = try? await admin.store(id.uuidString)
+                                names[id] = store?.shortName ?? id.uuidString
+                            }
+                            stores.append(names[id] ?? id.uuidString)
+                        }
+                        let shown =
                             associate.role.seesEveryStore
-                            ? "*" : associate.storeIDs.map(\.uuidString).joined(separator: ",")
-                        try StandardOutput.line(
-                            "\(associate.username)\t\(associate.displayName)\t\(associate.role)\t\(stores.isEmpty ? "-" : stores)"
+                            ? "every store" : stores.isEmpty ? "-" : stores.joined(separator: ", ")
+                        table.append(
+                            [associate.username, associate.displayName, "\(associate.role)", shown]
+                                .map { TextTable.Cell($0) }
                         )
                     }
+                    try StandardOutput.write(
+                        table.render(color: false, width: Console.stdoutColumns)
+                    )
                 }
             }
         }

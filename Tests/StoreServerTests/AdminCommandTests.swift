@@ -94,6 +94,16 @@ struct AdminCommandTests {
                 == (try Associate(username: "ana", displayName: "Ana Weber", homeStoreID: berlin))
         )
         #expect(!list.stdout.contains("pbkdf2"))
+        // As text: a table with a header, columns in line, stores by short name.
+        let text = try await Self.run(["user", "list"] + db)
+        let lines = text.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("USER ") == true, "\(text.stdout)")
+        let storesAt = try #require(lines.first?.range(of: "STORES"), "\(text.stdout)")
+        let column = lines[0].distance(from: lines[0].startIndex, to: storesAt.lowerBound)
+        let ana = try #require(lines.first { $0.hasPrefix("ana ") }, "\(text.stdout)")
+        #expect(ana.dropFirst(column).hasPrefix("berlin-kurfuerstendamm"), "\(text.stdout)")
+        let admin = try #require(lines.first { $0.hasPrefix("demo-admin ") }, "\(text.stdout)")
+        #expect(admin.dropFirst(column).hasPrefix("every store"), "\(text.stdout)")
 
         let server = try await TestServer.start(kind, location: location)
         do {
