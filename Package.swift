@@ -229,6 +229,7 @@ let package = Package(
                 // Built for the cross-process refresh test (a second client process).
                 .product(name: "AuthPeer", package: "Auth"),
                 .product(name: "ChildProcesses", package: "ChildProcesses"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/StoreServerTests",
@@ -327,6 +328,7 @@ package.targets += [
             .product(name: "Plumbing", package: "Plumbing"),
             .product(name: "SharedDefaults", package: "SharedDefaults"),
             .product(name: "SharedDefaultsStressTool", package: "SharedDefaults"),
+            .product(name: "InMemoryLogging", package: "swift-log"),
             .product(name: "Logging", package: "swift-log"),
         ],
         path: "Packages/SharedDefaults/Tests/SharedDefaultsTests",
@@ -355,6 +357,7 @@ package.targets += [
             .product(name: "Auth", package: "Auth"),
             .product(name: "Plumbing", package: "Plumbing"),
             .product(name: "ImageCacheStressTool", package: "ImageCache"),
+            .product(name: "InMemoryLogging", package: "swift-log"),
             .product(name: "Logging", package: "swift-log"),
         ],
         path: "Packages/ImageCache/Tests/ImageCacheTests",
