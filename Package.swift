@@ -11,6 +11,13 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// The directory of CCurlLoader's `libcurl.so` linker script (`AS_NEEDED`), searched before
+/// the system's by the apps that link FoundationNetworking, so libcurl is loaded on the first
+/// https request instead of at every start (Sources/CCurlLoader/curl_loader.c).
+let curlLoaderLinkDirectory =
+    String(#filePath.dropLast("Package.swift".count)) + "Sources/CCurlLoader/link"
+let loadsCurlOnFirstUse: [LinkerSetting] = [.unsafeFlags(["-L", curlLoaderLinkDirectory])]
+
 let package = Package(
     name: "Shopfloor",
     platforms: [.macOS(.v15)],
@@ -53,6 +60,8 @@ let package = Package(
     targets: [
         // Process start-up before any Swift code: standard descriptors, stop signals.
         .target(name: "CStartup", path: "Sources/CStartup"),
+        // libcurl loaded on the first https request, not at start (see curl_loader.c).
+        .target(name: "CCurlLoader", path: "Sources/CCurlLoader", exclude: ["link"]),
         // Shared by every app: the entry point, stop signals, checked stdout and stderr,
         // log lines, suite version, exit codes, common flags, JSON output.
         .target(
@@ -127,6 +136,7 @@ let package = Package(
         .executableTarget(
             name: "reservations",
             dependencies: [
+                "CCurlLoader",
                 "ClientCommands",
                 "CommandSupport",
                 "SuiteClient",
@@ -136,7 +146,8 @@ let package = Package(
             ],
             path: "Apps/reservations",
             exclude: ["README.md"],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            linkerSettings: loadsCurlOnFirstUse
         ),
         // Product images for client apps: the shared image cache in the suite container on
         // SuiteClient's signed requests, PNG decoding (libpng only) and terminal drawing.
@@ -156,6 +167,7 @@ let package = Package(
         .executableTarget(
             name: "catalog",
             dependencies: [
+                "CCurlLoader",
                 "ClientCommands",
                 "CommandSupport",
                 "SuiteClient",
@@ -168,7 +180,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Apps/catalog",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            linkerSettings: loadsCurlOnFirstUse
         ),
         // store-server's OpenAPI document compiled into the binary (C23 #embed of
         // Sources/StoreServer/openapi.yaml): an installed binary has no resource bundle.
@@ -199,6 +212,7 @@ let package = Package(
         .executableTarget(
             name: "store-server",
             dependencies: [
+                "CCurlLoader",
                 "CommandSupport",
                 "StoreServer",
                 .product(name: "Models", package: "Models"),
@@ -208,7 +222,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Apps/store-server",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            linkerSettings: loadsCurlOnFirstUse
         ),
         // Peers the root test targets play (listeners on loopback); never in a shipped build.
         .target(
