@@ -61,7 +61,12 @@ let package = Package(
         // Process start-up before any Swift code: standard descriptors, stop signals.
         .target(name: "CStartup", path: "Sources/CStartup"),
         // libcurl loaded on the first https request, not at start (see curl_loader.c).
-        .target(name: "CCurlLoader", path: "Sources/CCurlLoader", exclude: ["link"]),
+        .target(
+            name: "CCurlLoader",
+            path: "Sources/CCurlLoader",
+            exclude: ["link"],
+            linkerSettings: loadsCurlOnFirstUse
+        ),
         // Shared by every app: the entry point, stop signals, checked stdout and stderr,
         // log lines, suite version, exit codes, common flags, JSON output.
         .target(
@@ -146,8 +151,7 @@ let package = Package(
             ],
             path: "Apps/reservations",
             exclude: ["README.md"],
-            swiftSettings: swiftSettings,
-            linkerSettings: loadsCurlOnFirstUse
+            swiftSettings: swiftSettings
         ),
         // Product images for client apps: the shared image cache in the suite container on
         // SuiteClient's signed requests, PNG decoding (libpng only) and terminal drawing.
@@ -180,8 +184,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Apps/catalog",
-            swiftSettings: swiftSettings,
-            linkerSettings: loadsCurlOnFirstUse
+            swiftSettings: swiftSettings
         ),
         // store-server's OpenAPI document compiled into the binary (C23 #embed of
         // Sources/StoreServer/openapi.yaml): an installed binary has no resource bundle.
@@ -222,8 +225,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Apps/store-server",
-            swiftSettings: swiftSettings,
-            linkerSettings: loadsCurlOnFirstUse
+            swiftSettings: swiftSettings
         ),
         // Peers the root test targets play (listeners on loopback); never in a shipped build.
         .target(
