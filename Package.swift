@@ -11,6 +11,13 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// The directory of CCurlLoader's `libcurl.so` linker script (`AS_NEEDED`), searched before
+/// the system's by the apps that link FoundationNetworking, so libcurl is loaded on the first
+/// https request instead of at every start (Sources/CCurlLoader/curl_loader.c).
+let curlLoaderLinkDirectory =
+    String(#filePath.dropLast("Package.swift".count)) + "Sources/CCurlLoader/link"
+let loadsCurlOnFirstUse: [LinkerSetting] = [.unsafeFlags(["-L", curlLoaderLinkDirectory])]
+
 let package = Package(
     name: "Shopfloor",
     platforms: [.macOS(.v15)],
@@ -53,6 +60,13 @@ let package = Package(
     targets: [
         // Process start-up before any Swift code: standard descriptors, stop signals.
         .target(name: "CStartup", path: "Sources/CStartup"),
+        // libcurl loaded on the first https request, not at start (see curl_loader.c).
+        .target(
+            name: "CCurlLoader",
+            path: "Sources/CCurlLoader",
+            exclude: ["link"],
+            linkerSettings: loadsCurlOnFirstUse
+        ),
         // Shared by every app: the entry point, stop signals, checked stdout and stderr,
         // log lines, suite version, exit codes, common flags, JSON output.
         .target(
@@ -127,6 +141,7 @@ let package = Package(
         .executableTarget(
             name: "reservations",
             dependencies: [
+                "CCurlLoader",
                 "ClientCommands",
                 "CommandSupport",
                 "SuiteClient",
@@ -156,6 +171,7 @@ let package = Package(
         .executableTarget(
             name: "catalog",
             dependencies: [
+                "CCurlLoader",
                 "ClientCommands",
                 "CommandSupport",
                 "SuiteClient",
@@ -199,6 +215,7 @@ let package = Package(
         .executableTarget(
             name: "store-server",
             dependencies: [
+                "CCurlLoader",
                 "CommandSupport",
                 "StoreServer",
                 .product(name: "Models", package: "Models"),
@@ -229,6 +246,7 @@ let package = Package(
                 // Built for the cross-process refresh test (a second client process).
                 .product(name: "AuthPeer", package: "Auth"),
                 .product(name: "ChildProcesses", package: "ChildProcesses"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/StoreServerTests",
@@ -327,6 +345,7 @@ package.targets += [
             .product(name: "Plumbing", package: "Plumbing"),
             .product(name: "SharedDefaults", package: "SharedDefaults"),
             .product(name: "SharedDefaultsStressTool", package: "SharedDefaults"),
+            .product(name: "InMemoryLogging", package: "swift-log"),
             .product(name: "Logging", package: "swift-log"),
         ],
         path: "Packages/SharedDefaults/Tests/SharedDefaultsTests",
@@ -355,6 +374,7 @@ package.targets += [
             .product(name: "Auth", package: "Auth"),
             .product(name: "Plumbing", package: "Plumbing"),
             .product(name: "ImageCacheStressTool", package: "ImageCache"),
+            .product(name: "InMemoryLogging", package: "swift-log"),
             .product(name: "Logging", package: "swift-log"),
         ],
         path: "Packages/ImageCache/Tests/ImageCacheTests",

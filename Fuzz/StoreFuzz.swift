@@ -4,6 +4,7 @@
 // broken invariant below stops the fuzzer with the input that caused it.
 import Foundation
 
+/// libFuzzer's entry point: decodes `data` as a store file or JSON and checks the invariants.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func storeFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }

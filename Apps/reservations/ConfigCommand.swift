@@ -70,10 +70,10 @@ struct Config: AsyncParsableCommand {
                 if let pattern = field.pattern { rule += " matching \(pattern)" }
                 return [
                     Output.Cell(field.name), Output.Cell(field.label),
-                    Output.Cell(field.required ? "required" : "optional"), Output.Cell(rule),
+                    Output.Cell(field.required ? "yes" : "no"), Output.Cell(rule),
                 ]
             }
-            text += output.table(header: ["FIELD", "LABEL", "", "KIND"], rows: rows)
+            text += output.table(header: ["FIELD", "LABEL", "REQUIRED", "KIND"], rows: rows)
             try output.writeOut(text)
         }
     }

@@ -141,6 +141,26 @@ struct New: AsyncParsableCommand {
             ), minutes > 0 {
                 slot = minutes * 60
             }
+            // A typed time in the store's zone, and the served opening hours, as the form's
+            // rule errors.
+            func time(_ text: String, _ option: String) throws(RuleError) -> Date {
+                do {
+                    return try TimeInput.instant(text, in: zone, now: now, option: option)
+                } catch {
+                    throw RuleError("\(error)")
+                }
+            }
+            func withinHours(_ startsAt: Date, _ endsAt: Date) throws(RuleError) {
+                do {
+                    try ReservationRules.checkOpeningHours(
+                        startsAt: startsAt,
+                        endsAt: endsAt,
+                        store: storeInfo
+                    )
+                } catch {
+                    throw RuleError(error.reason)
+                }
+            }
             let startsAt = form.obtain(
                 start,
                 field: "startsAt",
@@ -149,12 +169,7 @@ struct New: AsyncParsableCommand {
                 asker: &asker,
                 output: output
             ) { text throws(RuleError) -> Date in
-                let instant: Date
-                do {
-                    instant = try TimeInput.instant(text, in: zone, now: now, option: "start")
-                } catch {
-                    throw RuleError("\(error)")
-                }
+                let instant = try time(text, "start")
                 guard instant > now else {
                     throw RuleError(
                         "\(TimeInput.wall(instant, in: zone)) is in the past (it is \(TimeInput.wall(now, in: zone)) \(place))"
@@ -162,15 +177,7 @@ struct New: AsyncParsableCommand {
                 }
                 // The served opening hours, for the default slot (a given end is checked
                 // with them again).
-                do {
-                    try ReservationRules.checkOpeningHours(
-                        startsAt: instant,
-                        endsAt: instant.addingTimeInterval(end == nil ? slot : 60),
-                        store: storeInfo
-                    )
-                } catch {
-                    throw RuleError((error as? Models.ValidationError)?.reason ?? "\(error)")
-                }
+                try withinHours(instant, instant.addingTimeInterval(end == nil ? slot : 60))
                 return instant
             }
             var endsAt = startsAt.map { $0.addingTimeInterval(slot) }
@@ -183,26 +190,13 @@ struct New: AsyncParsableCommand {
                     asker: &asker,
                     output: output
                 ) { text throws(RuleError) -> Date in
-                    let instant: Date
-                    do {
-                        instant = try TimeInput.instant(text, in: zone, now: now, option: "end")
-                    } catch {
-                        throw RuleError("\(error)")
-                    }
+                    let instant = try time(text, "end")
                     guard instant > startsAt else {
                         throw RuleError(
                             "\(TimeInput.wall(instant, in: zone)) is not after the start \(TimeInput.wall(startsAt, in: zone)) (\(place))"
                         )
                     }
-                    do {
-                        try ReservationRules.checkOpeningHours(
-                            startsAt: startsAt,
-                            endsAt: instant,
-                            store: storeInfo
-                        )
-                    } catch {
-                        throw RuleError((error as? Models.ValidationError)?.reason ?? "\(error)")
-                    }
+                    try withinHours(startsAt, instant)
                     return instant
                 }
             }

@@ -84,13 +84,14 @@ struct Seed: AsyncParsableCommand {
     )
     @Flag(help: "The demo data set (required).") var demo = false
     @OptionGroup var options: DatabaseOptions
+    @OptionGroup var cost: PasswordCostOptions
 
     func validate() throws {
         guard demo else { throw ValidationError("say which data to load: --demo") }
     }
 
     func run() async throws {
-        try await runAdmin(options) { admin in
+        try await runAdmin(options, cost: cost) { admin in
             let summary = try await admin.seedDemo(now: TestClock.now())
             if summary.loaded {
                 try StandardOutput.line(
@@ -150,10 +151,17 @@ struct UserCommand: AsyncParsableCommand {
         var stores: [String] = []
         @Option(help: "The home store (the same as a first --store).") var homeStore: String?
         @OptionGroup var options: DatabaseOptions
+        @OptionGroup var cost: PasswordCostOptions
 
         func run() async throws {
+            // A name that can never be added is refused before a password is asked for.
+            guard Associate.isValidUsername(name) else {
+                throw CommandError.usage(
+                    "user name '\(name.prefix(64))' must be 1–64 letters, digits, '.', '_' or '-'"
+                )
+            }
             let password = try readPassword(for: name)
-            try await runAdmin(options) { admin in
+            try await runAdmin(options, cost: cost) { admin in
                 let associate = try await admin.addUser(
                     name,
                     password: password,
@@ -215,15 +223,30 @@ struct UserCommand: AsyncParsableCommand {
                         String(decoding: try JSONEncoder.shopfloor.encode(page), as: UTF8.self)
                     )
                 } else {
+                    // Stores by short name (else id), the home store first.
+                    var names: [UUID: String] = [:]
+                    var table = TextTable(header: ["USER", "NAME", "ROLE", "STORES"])
                     for user in users {
                         let associate = user.associate
-                        let stores =
+                        var stores: [String] = []
+                        for id in associate.storeIDs {
+                            if names[id] == nil {
+                                let store = try? await admin.store(id.uuidString)
+                                names[id] = store?.shortName ?? id.uuidString
+                            }
+                            stores.append(names[id] ?? id.uuidString)
+                        }
+                        let shown =
                             associate.role.seesEveryStore
-                            ? "*" : associate.storeIDs.map(\.uuidString).joined(separator: ",")
-                        try StandardOutput.line(
-                            "\(associate.username)\t\(associate.displayName)\t\(associate.role)\t\(stores.isEmpty ? "-" : stores)"
+                            ? "every store" : stores.isEmpty ? "-" : stores.joined(separator: ", ")
+                        table.append(
+                            [associate.username, associate.displayName, "\(associate.role)", shown]
+                                .map { TextTable.Cell($0) }
                         )
                     }
+                    try StandardOutput.write(
+                        table.render(color: false, width: Console.stdoutColumns)
+                    )
                 }
             }
         }
@@ -236,9 +259,10 @@ struct UserCommand: AsyncParsableCommand {
         )
         @Argument(help: "The user name.") var name: String
         @OptionGroup var options: DatabaseOptions
+        @OptionGroup var cost: PasswordCostOptions
 
         func run() async throws {
-            try await runAdmin(options) { admin in
+            try await runAdmin(options, cost: cost) { admin in
                 // An unknown user is exit 3 before anything is asked or checked.
                 guard try await admin.listUsers().contains(where: { $0.associate.username == name })
                 else {

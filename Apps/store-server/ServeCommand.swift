@@ -86,6 +86,7 @@ struct Serve: AsyncParsableCommand {
     )
     var tlsKey: String?
     @OptionGroup var options: DatabaseOptions
+    @OptionGroup var cost: PasswordCostOptions
 
     func validate() throws {
         guard (0...65_535).contains(port) else {
@@ -165,7 +166,7 @@ struct Serve: AsyncParsableCommand {
         configuration.database = options.location
         configuration.demoData = demoData
         configuration.calendarClock = { TestClock.now() }
-        configuration.passwordIterations = options.passwordCost
+        configuration.passwordIterations = cost.passwordCost
         configuration.accessTokenTTL = TimeInterval(accessTokenTtl)
         configuration.refreshTokenTTL = TimeInterval(refreshTokenTtl)
         configuration.sessionLifetime = TimeInterval(sessionLifetimeDays) * 86_400

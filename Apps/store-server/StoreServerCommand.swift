@@ -46,18 +46,6 @@ struct DatabaseOptions: ParsableArguments {
     )
     var database: String?
 
-    @Option(
-        name: .long,
-        help: "PBKDF2 iterations for password hashes (the sign-in cost; at least 100000)."
-    )
-    var passwordCost: Int = 600_000
-
-    @Flag(
-        name: .customLong("insecure-password-cost-for-tests"),
-        help: "Allow a --password-cost below 100000 (tests and benchmarks only)."
-    )
-    var insecurePasswordCostForTests = false
-
     @OptionGroup var common: CommonOptions
 
     /// `--database`, else `SHOPFLOOR_DATABASE_URL`, else the SQLite file in the suite's home.
@@ -70,16 +58,6 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     func validate() throws {
-        let floor =
-            insecurePasswordCostForTests
-            ? 1_000 : StoreServerConfiguration.minimumPasswordIterations
-        guard passwordCost >= floor, passwordCost <= 10_000_000 else {
-            throw ValidationError(
-                "--password-cost must be from \(floor) to 10000000, got \(passwordCost)"
-                    + (insecurePasswordCostForTests
-                        ? "" : " (below \(floor) only with --insecure-password-cost-for-tests)")
-            )
-        }
         if let database, database.isEmpty { throw ValidationError("--database must not be empty") }
         // The one that is used: --database, else the environment.
         let (name, value) =
@@ -102,15 +80,52 @@ struct DatabaseOptions: ParsableArguments {
     }
 }
 
+/// The cost of new password hashes: only on the commands that hash a password (`serve`,
+/// `seed`, `user add`, `user passwd`), so no other command accepts an option it ignores.
+struct PasswordCostOptions: ParsableArguments {
+    /// The cost when `--password-cost` is not given (OWASP's 2023 figure for PBKDF2-SHA256).
+    static let defaultCost = 600_000
+
+    @Option(
+        name: .long,
+        help: "PBKDF2 iterations for password hashes (the sign-in cost; at least 100000)."
+    )
+    var passwordCost: Int = Self.defaultCost
+
+    @Flag(
+        name: .customLong("insecure-password-cost-for-tests"),
+        help: "Allow a --password-cost below 100000 (tests and benchmarks only)."
+    )
+    var insecurePasswordCostForTests = false
+
+    func validate() throws {
+        let floor =
+            insecurePasswordCostForTests
+            ? 1_000 : StoreServerConfiguration.minimumPasswordIterations
+        guard passwordCost >= floor, passwordCost <= 10_000_000 else {
+            throw ValidationError(
+                "--password-cost must be from \(floor) to 10000000, got \(passwordCost)"
+                    + (insecurePasswordCostForTests
+                        ? "" : " (below \(floor) only with --insecure-password-cost-for-tests)")
+            )
+        }
+    }
+}
+
 /// Runs `body` on the migrated database and closes it; failures become the suite's exit codes
-/// with an `error:` line (an unknown user 3, anything else 1).
-func runAdmin(_ options: DatabaseOptions, _ body: (StoreAdmin) async throws -> Void) async throws {
+/// with an `error:` line (an unknown user 3, a bad user name or password 64, anything else 1). `cost` is given by the commands
+/// that hash a password; the others never hash one.
+func runAdmin(
+    _ options: DatabaseOptions,
+    cost: PasswordCostOptions? = nil,
+    _ body: (StoreAdmin) async throws -> Void
+) async throws {
     let logger = options.logger("store-server")
     let admin: StoreAdmin
     do {
         admin = try await StoreAdmin.open(
             options.location,
-            passwordIterations: options.passwordCost,
+            passwordIterations: cost?.passwordCost ?? PasswordCostOptions.defaultCost,
             logger: logger
         )
     } catch {
@@ -121,7 +136,14 @@ func runAdmin(_ options: DatabaseOptions, _ body: (StoreAdmin) async throws -> V
         await admin.close()
     } catch let error as UserError {
         await admin.close()
-        throw CommandError(error.code == .notFound ? .notFound : .failure, error.message)
+        // A bad name or password is the caller's input (64); an unknown user 3; a taken name 1.
+        let code: ExitStatus =
+            switch error.code {
+            case .notFound: .notFound
+            case .invalidName, .invalidPassword: .usage
+            case .exists: .failure
+            }
+        throw CommandError(code, error.message)
     } catch let error as CommandError {
         await admin.close()
         throw error

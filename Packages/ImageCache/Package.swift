@@ -50,6 +50,7 @@ let package = Package(
                 "ImageCacheStressTool",
                 .product(name: "ChildProcesses", package: "ChildProcesses"),
                 .product(name: "Auth", package: "Auth"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Plumbing", package: "Plumbing"),
             ],

@@ -18,6 +18,10 @@ let package = Package(
     ],
     targets: [
         .target(name: "Plumbing", swiftSettings: swiftSettings),
-        .testTarget(name: "PlumbingTests", dependencies: ["Plumbing"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PlumbingTests",
+            dependencies: ["Plumbing"],
+            swiftSettings: swiftSettings
+        ),
     ]
 )

@@ -48,6 +48,7 @@ let package = Package(
                 // Started as second processes by the multi-process tests.
                 "SharedDefaultsStressTool",
                 .product(name: "ChildProcesses", package: "ChildProcesses"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Plumbing", package: "Plumbing"),
             ],

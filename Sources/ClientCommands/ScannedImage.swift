@@ -1,5 +1,5 @@
-public import CommandSupport
-public import Foundation
+internal import CommandSupport
+internal import Foundation
 public import SuiteClient
 
 /// The symbols in an image, read by the suite's `scan` tool as a child process (through

@@ -1,14 +1,13 @@
 internal import Foundation
-internal import Plumbing
 internal import Synchronization
 
 #if canImport(Glibc)
     internal import Glibc
 #endif
 
-/// Who owns the listening socket behind a loopback connection, read from the kernel's
-/// `/proc/net/tcp` and `/proc/net/tcp6` (their `uid` column): the proof a plain-http server on
-/// this machine gives before anything is sent to it.
+/// Who owns the listening socket behind a loopback connection, as the kernel says
+/// (``ListenerTable``: netlink's socket diagnostics, else `/proc/net/tcp`): the proof a
+/// plain-http server on this machine gives before anything is sent to it.
 ///
 /// Any local user can bind a free loopback port; while the suite's server is stopped (an
 /// upgrade, a restart) a squatter on its port would otherwise receive the next password,
@@ -107,61 +106,28 @@ enum LoopbackListener {
 
     private static let recent = Mutex<[String: (at: ContinuousClock.Instant, owners: [uid_t])]>([:])
 
-    /// Reads `/proc/net/tcp` (and `tcp6`) for ``listenerOwners(for:)``, looking closely only
-    /// at the lines that name the port.
+    /// The owners of the listeners on the peer's port (``ListenerTable``) that would take
+    /// the connection, for ``listenerOwners(for:)``.
     static func readOwners(for peer: Peer) -> [uid_t] {
-        let port = Array(String(format: ":%04X ", peer.port).utf8)
+        owners(of: ListenerTable.listeners(port: peer.port, includeIPv4: !peer.isIPv6), for: peer)
+    }
+
+    /// Of `listeners`, the owners of those bound to the peer's exact address, else of those
+    /// bound to the wildcard address.
+    static func owners(of listeners: [ListenerTable.Listener], for peer: Peer) -> [uid_t] {
         var exact: [uid_t] = []
         var wildcard: [uid_t] = []
         // An IPv4 peer may be served by a dual-stack IPv6 listener, as `::ffff:a.b.c.d` or `::`.
         let mapped = "0000000000000000FFFF0000" + peer.address
-        for (file, isIPv6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
-            guard isIPv6 || !peer.isIPv6, let bytes = readAll(file) else { continue }
-            var start = 0
-            while start < bytes.count {
-                let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
-                defer { start = end + 1 }
-                let line = bytes[start..<end]
-                // Only a line whose local address has this port (the first ":PORT ").
-                guard let at = firstRange(of: port, in: line) else { continue }
-                let fields = line.split(separator: UInt8(ascii: " "))
-                // sl local rem st tx:rx tr:when retrnsmt uid ...
-                guard fields.count > 7, fields[3].elementsEqual("0A".utf8),
-                    fields[1].endIndex == at + port.count - 1,
-                    let uid = uid_t(String(decoding: fields[7], as: UTF8.self))
-                else { continue }
-                let address = String(decoding: fields[1].prefix(fields[1].count - 5), as: UTF8.self)
-                if address == peer.address || (isIPv6 && !peer.isIPv6 && address == mapped) {
-                    exact.append(uid)
-                } else if address.allSatisfy({ $0 == "0" }) {
-                    wildcard.append(uid)
-                }
+        for listener in listeners where listener.isIPv6 || !peer.isIPv6 {
+            let address = listener.address
+            if address == peer.address || (listener.isIPv6 && !peer.isIPv6 && address == mapped) {
+                exact.append(listener.uid)
+            } else if address.allSatisfy({ $0 == "0" }) {
+                wildcard.append(listener.uid)
             }
         }
         return exact.isEmpty ? wildcard : exact
-    }
-
-    private static func firstRange(of needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int? {
-        guard haystack.count >= needle.count else { return nil }
-        var index = haystack.startIndex
-        while index + needle.count <= haystack.endIndex {
-            if haystack[index] == needle[0],
-                haystack[index..<(index + needle.count)].elementsEqual(needle)
-            {
-                return index
-            }
-            index += 1
-        }
-        return nil
-    }
-
-    /// A `/proc` file read to its end (its size says 0; the kernel hands it out a page of
-    /// lines per read).
-    static func readAll(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        return try? FileIO.readAll(fd, limit: 64 << 20, name: path)
     }
 
     /// `user 1001 (alice)`.

@@ -354,6 +354,32 @@ struct CounterTests {
         #expect(try decode(Page<ReservationDetail>.self, again).items.count <= 3)
     }
 
+    @Test("The customer form's table has a header over every column, each in line")
+    func formTable() async throws {
+        let server = try await StoreServerProcess.scratch("counter-form")
+        defer { server.discard() }
+        let station = try Workstation()
+        defer { station.remove() }
+        try await station.login(server)
+        let (status, screen) = try await runInTerminal(
+            [CommandRunner.builtBinary("reservations").path, "config"],
+            environment: station.environment,
+            answers: [],
+            columns: 80
+        )
+        #expect(status == 0, "\(screen)")
+        let lines = screen.replacingOccurrences(of: "\r", with: "").split(separator: "\n")
+        let header = try #require(lines.first { $0.hasPrefix("FIELD ") }, "\(screen)")
+        let row = try #require(lines.first { $0.hasPrefix("givenName ") }, "\(screen)")
+        // Each header word starts where its column starts in the rows.
+        for (word, value) in [("LABEL", "First name"), ("REQUIRED", "yes"), ("KIND", "text")] {
+            let column = try #require(header.range(of: word), "\(screen)").lowerBound
+            let offset = header.distance(from: header.startIndex, to: column)
+            let cell = row.dropFirst(offset)
+            #expect(cell.hasPrefix(value), "\(word) over '\(cell)': \(screen)")
+        }
+    }
+
     @Test("A phone typed in national form finds the customer stored in international form")
     func nationalPhone() async throws {
         let server = try await StoreServerProcess.scratch("counter-phone")

@@ -352,7 +352,9 @@ struct APITests {
                     #""customer": {"givenName": "Lena", "familyName": "Vogel", "email": "lena@example.com", "phone": "030 1234567"}"#
             ) -> String {
                 let (start, end) = openSlot(store, days: 2)
-                return #"{"storeID": "\#(store.uuidString)", "startsAt": "\#(start)", "endsAt": "\#(end)", "partySize": \#(party), "topic": "Fitting", \#(customer)}"#
+                return #"{"storeID": "\#(store.uuidString)", "startsAt": "\#(start)", "#
+                    + #""endsAt": "\#(end)", "partySize": \#(party), "topic": "Fitting", "#
+                    + #"\#(customer)}"#
             }
             let created = try await client.send("POST", "/v1/reservations", json: body(berlin))
             #expect(created.status == 201, "\(created.text)")

@@ -193,7 +193,8 @@ struct FaultTests {
         guard case .postgres(let url) = location else { return }
         let name = String(url.split(separator: "/").last!.split(separator: "?").first!)
         let cluster = try await PostgresCluster.get()
-        try await cluster.psql("ALTER DATABASE \(name) ALLOW_CONNECTIONS \(down ? "false" : "true")")
+        let allow = down ? "false" : "true"
+        try await cluster.psql("ALTER DATABASE \(name) ALLOW_CONNECTIONS \(allow)")
         if down {
             try await cluster.psql(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> pg_backend_pid()"

@@ -109,8 +109,8 @@ struct ReplayFloorTests {
         )
         let host = "\(server.url.host!):\(server.url.port!)"
         let port = server.url.port!
-        func send(_ headers: [(String, String)]) throws -> RawHTTP.Reply {
-            try RawHTTP.send(
+        func send(_ headers: [(String, String)]) async throws -> RawHTTP.Reply {
+            try await RawHTTP.send(
                 port: port,
                 method: "GET",
                 path: "/v1/me",
@@ -127,12 +127,12 @@ struct ReplayFloorTests {
             )
         }
         let before = try signed()
-        #expect(try send(before).status == 200)
-        #expect(try send(before).status == 401, "a replay")
+        #expect(try await send(before).status == 200)
+        #expect(try await send(before).status == 401, "a replay")
 
         // What crash recovery does to unlogged tables: both are emptied together.
         _ = try await Self.run(server.location, ["TRUNCATE auth_nonces, auth_replay_floor"])
-        let replay = try send(before)
+        let replay = try await send(before)
         #expect(replay.status == 503, "the nonce recorded before the crash is gone: refuse")
         #expect(replay.headers["retry-after"] == "1")
         // A new floor was set, ahead of the database's time by the future allowance (30 s).
@@ -142,8 +142,8 @@ struct ReplayFloorTests {
         let since = try floor.int("since")
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         #expect(since > now + 20_000 && since < now + 40_000)
-        #expect(try send(try signed()).status == 503, "signed inside the future allowance")
-        #expect(try send(before).status == 503, "still refused")
+        #expect(try await send(try signed()).status == 503, "signed inside the future allowance")
+        #expect(try await send(before).status == 503, "still refused")
 
         // Once the database's time passes the floor (moved here instead of waiting 30 s),
         // fresh signatures are accepted and recorded again.
@@ -152,8 +152,8 @@ struct ReplayFloorTests {
             ["UPDATE auth_replay_floor SET since = since - 31000"]
         )
         let fresh = try signed()
-        #expect(try send(fresh).status == 200)
-        #expect(try send(fresh).status == 401, "a replay of the new signature")
+        #expect(try await send(fresh).status == 200)
+        #expect(try await send(fresh).status == 401, "a replay of the new signature")
         await server.stop()
     }
 }

@@ -36,7 +36,7 @@ struct MaintenanceTests {
         guard case .sqlite(let path) = server.location else { return }
         let db = AdminCommandTests.database(server.location)
         let added = try await AdminCommandTests.run(
-            ["user", "add", "zoe", "--home-store", berlin.uuidString] + db,
+            ["user", "add", "zoe", "--home-store", berlin.uuidString] + db + AdminCommandTests.cost,
             stdin: "backed up secret\n"
         )
         #expect(added.status == 0, "\(added.stderr)")

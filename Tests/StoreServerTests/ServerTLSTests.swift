@@ -122,10 +122,7 @@ struct ServerTLSTests {
     func reloadInProcess() async throws {
         let pki = try await TestPKI.make()
         defer { pki.remove() }
-        let first = try await pki.server("server1", serial: 1001)
-        let second = try await pki.server("server2", serial: 1002)
-        let current = TLSFiles(certificate: pki.path("current.crt"), key: pki.path("current.key"))
-        try pki.install(first, as: current)
+        let (first, second, current) = try await pki.renewal()
         let test = try await TestServer.start(.sqlite, tls: current)
         let url = test.url.appendingPathComponent("health").absoluteString
         func subject() async throws -> String? {
@@ -157,10 +154,7 @@ struct ServerTLSTests {
     func reloadOnSIGHUP() async throws {
         let pki = try await TestPKI.make()
         defer { pki.remove() }
-        let first = try await pki.server("server1", serial: 1001)
-        let second = try await pki.server("server2", serial: 1002)
-        let current = TLSFiles(certificate: pki.path("current.crt"), key: pki.path("current.key"))
-        try pki.install(first, as: current)
+        let (first, second, current) = try await pki.renewal()
         let log = pki.path("server.log")
         let server = try await ServerProcess(
             location: try await TestDatabases.make(.sqlite),

@@ -89,7 +89,7 @@ struct SessionTests {
                     path: "/v1/me",
                     created: now - age
                 )
-                let reply = try RawHTTP.send(
+                let reply = try await RawHTTP.send(
                     port: server.url.port!,
                     method: "GET",
                     path: "/v1/me",

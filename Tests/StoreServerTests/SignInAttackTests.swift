@@ -227,7 +227,7 @@ struct LoadLimiterTests {
             await #expect(throws: LoadLimiter.Refusal(kind: "address", retryAfter: 1)) {
                 try await limiter.withPermit(for: ["user": "cy", "address": "a"]) {}
             }
-            try await limiter.withPermit(for: ["user": "cy", "address": "c"]) {
+            _ = try await limiter.withPermit(for: ["user": "cy", "address": "c"]) {
                 await #expect(throws: LoadLimiter.Refusal(kind: nil, retryAfter: 1)) {
                     try await limiter.withPermit(for: ["user": "dee", "address": "d"]) {}
                 }

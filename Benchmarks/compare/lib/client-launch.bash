@@ -50,7 +50,8 @@ client_launch_stop_server() {
 }
 
 # client_launch_report WIDTH JSON...: p50, p95 and the ratio to "curl config (loopback)" for
-# every command in hyperfine's JSON exports, the command column WIDTH wide.
+# every command in hyperfine's JSON exports, the command column WIDTH wide; for `reservations
+# show` the launch target (issue 29): <= 15 ms p50 or <= 1.5x curl, whichever is larger.
 client_launch_report() {
   python3 - "$@" <<'PY'
 import json, sys
@@ -60,11 +61,15 @@ for path in sys.argv[2:]:
     results += json.load(open(path))["results"]
 by = {r["command"]: r for r in results}
 curl = by["curl config (loopback)"]["median"]
-print(f'{"command":{width}} {"p50 ms":>8} {"p95 ms":>8} {"vs curl":>8}')
+bound = max(0.015, 1.5 * curl)
+print(f'{"command":{width}} {"p50 ms":>8} {"p95 ms":>8} {"vs curl":>8}  target')
 for r in results:
     times = sorted(r["times"])
     p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
+    target = ""
+    if r["command"].startswith("reservations show"):
+        target = f'<= {bound * 1e3:.1f} ms ' + ("ok" if r["median"] <= bound else "MISSED")
     print(f'{r["command"]:{width}} {r["median"] * 1e3:8.1f} {p95 * 1e3:8.1f} '
-          f'{r["median"] / curl:7.2f}x')
+          f'{r["median"] / curl:7.2f}x  {target}')
 PY
 }

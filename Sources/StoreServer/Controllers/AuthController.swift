@@ -19,30 +19,27 @@ struct AuthController {
     {
         var request = request
         let body = try await request.collect(limit: BodyLimit.form)
-        do {
-            _ = try Parse.formFields(body)
-        } catch {
-            throw APIError.auth(
+        // A body that is not a form, or a form that is not a grant: the same 400.
+        func bad(_ detail: String?) -> APIError {
+            .auth(
                 ProblemDetails(
                     type: AuthProblemType.invalidRequest,
                     title: "Bad token request",
                     status: 400,
-                    detail: error.problem.detail
+                    detail: detail
                 )
             )
+        }
+        do {
+            _ = try Parse.formFields(body)
+        } catch {
+            throw bad(error.problem.detail)
         }
         let grant: TokenGrant
         do {
             grant = try TokenGrant.parse(formBody: body)
         } catch {
-            throw APIError.auth(
-                ProblemDetails(
-                    type: AuthProblemType.invalidRequest,
-                    title: "Bad token request",
-                    status: 400,
-                    detail: error.message
-                )
-            )
+            throw bad(error.message)
         }
         let tokens: TokenResponse
         switch grant {

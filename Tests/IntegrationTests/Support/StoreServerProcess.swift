@@ -114,13 +114,12 @@ enum DemoDatabase {
         // Seeded around the fixed clock's day, like every server of the run.
         var environment = FixedClock.applied(to: ProcessInfo.processInfo.environment)
         environment["SHOPFLOOR_HOME"] = directory.path
-        for step in [["migrate"], ["seed", "--demo"]] {
+        // Only seed hashes passwords (the demo users'), so only seed takes their cost.
+        let cost = ["--insecure-password-cost-for-tests", "--password-cost", String(passwordCost)]
+        for step in [["migrate"], ["seed", "--demo"] + cost] {
             let outcome = try await CommandRunner.run(
                 CommandRunner.builtBinary("store-server"),
-                step + [
-                    "--database", file.path, "--insecure-password-cost-for-tests",
-                    "--password-cost", String(passwordCost),
-                ],
+                step + ["--database", file.path],
                 environment: environment
             )
             guard outcome.status == 0, !outcome.signalled else {

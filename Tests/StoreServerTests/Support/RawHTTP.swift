@@ -13,9 +13,16 @@ enum RawHTTP {
         var status: Int
         var headers: [String: String]
         var body: Data
+
+        /// A 401 whose problem is an invalid signature (a replay, a tampered request).
+        var refusesSignature: Bool {
+            status == 401
+                && String(decoding: body, as: UTF8.self).contains(AuthProblemType.invalidSignature)
+        }
     }
 
-    /// Sends one request to 127.0.0.1:`port` and reads the answer until the server closes.
+    /// Sends one request to 127.0.0.1:`port` and reads the answer until the server closes
+    /// (on a thread of its own, never on the concurrency pool).
     static func send(
         port: Int,
         method: String,
@@ -23,41 +30,16 @@ enum RawHTTP {
         host: String,
         headers: [(String, String)] = [],
         body: Data = Data()
-    ) throws -> Reply {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw PostgresClusterError("socket() failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw PostgresClusterError("connect to port \(port) failed") }
+    ) async throws -> Reply {
+        let socket = try RawSocket(port: port)
         var head =
             "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "\r\n"
         var request = Data(head.utf8)
         request.append(body)
-        try request.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                guard written > 0 else { throw PostgresClusterError("write failed") }
-                offset += written
-            }
-        }
-        var response = Data()
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = read(fd, &chunk, chunk.count)
-            if count <= 0 { break }
-            response.append(contentsOf: chunk[0..<count])
-        }
+        try socket.send(request)
+        let response = await socket.bytesUntilClosedOffPool(within: 30).bytes
         guard let split = response.range(of: Data("\r\n\r\n".utf8)) else {
             throw PostgresClusterError("no HTTP answer")
         }

@@ -55,6 +55,16 @@ struct TestPKI: Sendable {
         }
     }
 
+    /// A renewal in waiting: two server certificates (CN server1 and server2) and the files
+    /// a server is pointed at (`current.crt`, `current.key`), holding the first.
+    func renewal() async throws -> (first: TLSFiles, second: TLSFiles, current: TLSFiles) {
+        let first = try await server("server1", serial: 1001)
+        let second = try await server("server2", serial: 1002)
+        let current = TLSFiles(certificate: path("current.crt"), key: path("current.key"))
+        try install(first, as: current)
+        return (first, second, current)
+    }
+
     func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
     func remove() { try? FileManager.default.removeItem(at: directory) }

@@ -594,11 +594,9 @@ extension ClientTests {
         )
         func responseLimit(bytes: Int, accepted: Bool) async throws {
             let server = try TestServer()
-            let directory = try temporaryContainer()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            try await server.run { base in
-                let client = makeClient(base, directory) { $0.maxResponseBytes = 1 << 20 }
-                try await signIn(client)
+            try await server.withClient(making: {
+                makeClient($0, $1) { $0.maxResponseBytes = 1 << 20 }
+            }) { client async throws in
                 do {
                     let (data, response) = try await get(client, "/v1/large?bytes=\(bytes)")
                     #expect(accepted)
@@ -615,11 +613,7 @@ extension ClientTests {
         @Test("a URL fragment is dropped before signing (it is never sent)")
         func fragment() async throws {
             let server = try TestServer()
-            let directory = try temporaryContainer()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            try await server.run { base in
-                let client = makeClient(base, directory)
-                try await signIn(client)
+            try await server.withClient { client async throws in
                 #expect(try await get(client, "/v1/echo?x=1#section-2").1.statusCode == 200)
                 #expect(server.rejections.isEmpty)
             }

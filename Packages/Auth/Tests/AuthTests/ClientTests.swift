@@ -314,11 +314,7 @@ struct ClientTests {
     )
     func retryAfter(status: Int, form: String) async throws {
         let server = try TestServer()
-        let directory = try temporaryContainer()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await server.run { base in
-            let client = makeClient(base, directory)
-            try await signIn(client)
+        try await server.withClient { client async throws in
             let start = ContinuousClock.now
             let (_, response) = try await get(
                 client,
@@ -333,11 +329,7 @@ struct ClientTests {
     @Test("a POST is retried only with an Idempotency-Key")
     func postRetries() async throws {
         let server = try TestServer()
-        let directory = try temporaryContainer()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await server.run { base in
-            let client = makeClient(base, directory)
-            try await signIn(client)
+        try await server.withClient { client async throws in
             var plain = URLRequest(url: client.url("/v1/busy?key=plain&fail=1"))
             plain.httpMethod = "POST"
             plain.httpBody = Data("{}".utf8)
@@ -355,11 +347,10 @@ struct ClientTests {
     @Test("a Retry-After beyond the deadline returns the answer at once instead of waiting")
     func retryAfterBeyondDeadline() async throws {
         let server = try TestServer()
-        let directory = try temporaryContainer()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await server.run { base in
-            let client = makeClient(base, directory, deadline: .milliseconds(800))
-            try await signIn(client)
+        let late: @Sendable (URL, URL) -> AuthClient = {
+            makeClient($0, $1, deadline: .milliseconds(800))
+        }
+        try await server.withClient(making: late) { client async throws in
             let start = ContinuousClock.now
             let (_, response) = try await get(client, "/v1/busy?key=late&fail=5")
             #expect(response.statusCode == 503)
@@ -370,11 +361,7 @@ struct ClientTests {
     @Test("a call to a stalled server ends within its deadline")
     func stalledServer() async throws {
         let server = try TestServer()
-        let directory = try temporaryContainer()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await server.run { base in
-            let client = makeClient(base, directory)
-            try await signIn(client)
+        try await server.withClient { client async throws in
             let start = ContinuousClock.now
             let error = await #expect(throws: AuthError.self) {
                 try await get(client, "/v1/stall", deadline: .milliseconds(1_500))
@@ -387,11 +374,7 @@ struct ClientTests {
     @Test("cancelling the calling task ends the call promptly")
     func cancellation() async throws {
         let server = try TestServer()
-        let directory = try temporaryContainer()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await server.run { base in
-            let client = makeClient(base, directory)
-            try await signIn(client)
+        try await server.withClient { client async throws in
             let start = ContinuousClock.now
             let task = Task { () throws(AuthError) -> Int in
                 try await get(client, "/v1/stall").1.statusCode

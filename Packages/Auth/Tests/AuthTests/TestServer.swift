@@ -502,3 +502,20 @@ func makeClient(
         logger: logger
     )
 }
+
+extension TestServer {
+    /// Runs `body` against this server with a client (`make`, by default ``makeClient``) in a
+    /// fresh 0700 container that is removed afterwards, signed in first.
+    func withClient(
+        making make: @Sendable (URL, URL) -> AuthClient = { makeClient($0, $1) },
+        _ body: @Sendable (AuthClient) async throws -> Void
+    ) async throws {
+        let directory = try temporaryContainer()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await run { base in
+            let client = make(base, directory)
+            try await signIn(client)
+            try await body(client)
+        }
+    }
+}

@@ -1,5 +1,5 @@
-internal import Plumbing
 import Foundation
+internal import Plumbing
 
 /// The format of one disk cache entry: a 40-byte header, the key, the metadata, the body.
 ///

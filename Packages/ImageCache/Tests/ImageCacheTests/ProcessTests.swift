@@ -1,6 +1,5 @@
 import ChildProcesses
 import Foundation
-import Plumbing
 import Logging
 import Plumbing
 import Testing

@@ -170,7 +170,8 @@ public struct FormField: Sendable, Hashable, Codable {
             if kind == .text, value.contains(where: \.isNewline) {
                 return fail(.invalidText, "must be a single line")
             }
-            let text = kind == .text ? TextSafety.lineProblem(value) : TextSafety.notesProblem(value)
+            let text =
+                kind == .text ? TextSafety.lineProblem(value) : TextSafety.notesProblem(value)
             if let problem = text { return fail(.invalidText, problem) }
         case .email:
             guard let email = try? EmailAddress(value) else {

@@ -60,7 +60,10 @@ struct SuiteContainerTests {
         #expect(container.path == nested.appendingPathComponent("x").path)
     }
 
-    @Test("unsafe suite names are refused before anything is created", arguments: ["", ".x", "a/b", "../x"])
+    @Test(
+        "unsafe suite names are refused before anything is created",
+        arguments: ["", ".x", "a/b", "../x"]
+    )
     func invalidNames(name: String) throws {
         let root = try TemporaryDirectory()
         let error = #expect(throws: ContainerError.self) {

@@ -49,7 +49,9 @@ extension RegionSearch {
             uprightMeasured = true
             guard measures,
                 let measured = RegionFinder.barAngle(
-                    crop, near: candidate.isLinear ? candidate.angle : nil)
+                    crop,
+                    near: candidate.isLinear ? candidate.angle : nil
+                )
             else { return nil }
             let used = candidate.isLinear && abs(candidate.angle) > 20 ? candidate.angle : 0
             logger.debug(

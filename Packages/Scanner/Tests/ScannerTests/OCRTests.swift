@@ -528,7 +528,9 @@ struct OCRSmallTextTests {
     ]
 
     /// Measured 0.06 over these labels when written (0.15 with bilinear upscaling).
-    @Test("At 50 dpi, 10-12 pt labels in four fonts read at the default level with a CER under 0.16")
+    @Test(
+        "At 50 dpi, 10-12 pt labels in four fonts read at the default level with a CER under 0.16"
+    )
     func fiftyDPI() throws {
         let reader = try TextReader()
         var errors = 0
@@ -553,7 +555,12 @@ struct OCRSmallTextTests {
 
     @Test("Bicubic upscaling keeps flat grey flat, the size, and maps corners back")
     func bicubic() throws {
-        let image = try ImageBuffer(width: 10, height: 7, format: .grey, pixels: [UInt8](repeating: 137, count: 70))
+        let image = try ImageBuffer(
+            width: 10,
+            height: 7,
+            format: .grey,
+            pixels: [UInt8](repeating: 137, count: 70)
+        )
         let (scaled, back) = TextPreprocess.scaledBicubic(image, by: 3.5)
         #expect(scaled.width == 35 && scaled.height == 24)
         #expect(scaled.pixels.allSatisfy { $0 == 137 })

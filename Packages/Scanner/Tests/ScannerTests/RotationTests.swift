@@ -93,7 +93,8 @@ struct RotationTests {
             for x in 0..<width {
                 seed = seed &* 1_664_525 &+ 1_013_904_223
                 let noise = UInt8(truncatingIfNeeded: 60 + (seed >> 24) % 120)
-                pixels[y * width + x] = (20..<80).contains(x) ? ((x / 3) % 2 == 0 ? 20 : 230) : noise
+                pixels[y * width + x] =
+                    (20..<80).contains(x) ? ((x / 3) % 2 == 0 ? 20 : 230) : noise
             }
         }
         let image = try ImageBuffer(width: width, height: height, format: .grey, pixels: pixels)
@@ -109,9 +110,11 @@ struct RotationTests {
     @Test("MaxiCode reads, alone and with a margin in a larger picture; its name parses")
     func maxiCode() throws {
         let code = try Fixtures.zint("MAXICODE", "Shopfloor parcel 0457")
-        #expect(Self.reader.scan(try ImageBuffer(data: code, name: "maxicode")).map(\.text) == [
-            "Shopfloor parcel 0457"
-        ])
+        #expect(
+            Self.reader.scan(try ImageBuffer(data: code, name: "maxicode")).map(\.text) == [
+                "Shopfloor parcel 0457"
+            ]
+        )
         let framed = try Fixtures.convert(
             code,
             to: "png",
@@ -162,7 +165,8 @@ enum RotatedSet {
         let script = repo.appendingPathComponent("scripts/fixtures/rotated-barcodes.py")
         var arguments = [script.path]
         // The generator reads SHOPFLOOR_CORPUS itself; tests may find the corpus elsewhere.
-        arguments = ["SHOPFLOOR_CORPUS=\(Fixtures.corpus.deletingLastPathComponent().path)", "python3"]
+        arguments =
+            ["SHOPFLOOR_CORPUS=\(Fixtures.corpus.deletingLastPathComponent().path)", "python3"]
             + arguments
         let output = try Fixtures.run("env", arguments)
         let path = String(decoding: output, as: UTF8.self)

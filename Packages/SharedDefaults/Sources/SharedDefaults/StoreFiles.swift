@@ -1,6 +1,6 @@
-internal import Plumbing
 import Foundation
 internal import Glibc
+internal import Plumbing
 
 /// The store's files in a suite container, reached through one directory descriptor so that
 /// every open, rename and link is relative to the container the store checked.
@@ -202,5 +202,3 @@ final class StoreFiles: Sendable {
         return FileIdentity(info)
     }
 }
-
-

@@ -1,6 +1,6 @@
-internal import Plumbing
 import Foundation
 internal import Glibc
+internal import Plumbing
 
 /// The suite's exclusive `flock` on `defaults.lock`, with a bounded, reported wait.
 ///

@@ -1,5 +1,6 @@
 import ChildProcesses
 import Foundation
+import InMemoryLogging
 import Logging
 import SharedDefaults
 import Synchronization
@@ -45,30 +46,20 @@ let quietLogger: Logger = {
     return logger
 }()
 
-/// Collects log messages so tests can check what the store reported.
-final class LogCollector: Sendable {
-    let messages = Mutex<[(Logger.Level, String, Logger.Metadata)]>([])
+/// Collects log messages (swift-log's `InMemoryLogHandler`) so tests can check what the
+/// store reported.
+struct LogCollector: Sendable {
+    let handler = InMemoryLogHandler()
 
     var logger: Logger {
-        var logger = Logger(label: "test") { _ in Handler(collector: self) }
+        var logger = Logger(label: "test") { _ in handler }
         logger.logLevel = .debug
         return logger
     }
 
-    var entries: [(Logger.Level, String, Logger.Metadata)] { messages.withLock { $0 } }
-
-    struct Handler: LogHandler {
-        let collector: LogCollector
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .debug
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
-            collector.messages.withLock { $0.append((event.level, "\(event.message)", merged)) }
-        }
+    /// Level, message and metadata of each entry, oldest first.
+    var entries: [(Logger.Level, String, Logger.Metadata)] {
+        handler.entries.map { ($0.level, "\($0.message)", $0.metadata) }
     }
 }
 

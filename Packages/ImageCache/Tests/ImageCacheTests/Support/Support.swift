@@ -1,6 +1,7 @@
 import Auth
 import Foundation
 import ImageCache
+import InMemoryLogging
 import Logging
 import Synchronization
 
@@ -34,31 +35,19 @@ let quietLogger: Logger = {
     return logger
 }()
 
-/// Collects log messages so tests can check what the cache reported.
-final class LogCollector: Sendable {
-    let messages = Mutex<[(Logger.Level, String)]>([])
+/// Collects log messages (swift-log's `InMemoryLogHandler`) so tests can check what the
+/// cache reported.
+struct LogCollector: Sendable {
+    let handler = InMemoryLogHandler()
 
     var logger: Logger {
-        var logger = Logger(label: "test") { _ in Handler(collector: self) }
+        var logger = Logger(label: "test") { _ in handler }
         logger.logLevel = .debug
         return logger
     }
 
     func contains(_ level: Logger.Level, _ text: String) -> Bool {
-        messages.withLock { $0.contains { $0.0 == level && $0.1.contains(text) } }
-    }
-
-    struct Handler: LogHandler {
-        let collector: LogCollector
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .debug
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            collector.messages.withLock { $0.append((event.level, "\(event.message)")) }
-        }
+        handler.entries.contains { $0.level == level && "\($0.message)".contains(text) }
     }
 }
 

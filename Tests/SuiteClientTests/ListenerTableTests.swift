@@ -1,0 +1,82 @@
+import TestSupport
+import Testing
+
+@testable import SuiteClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite("The kernel's table of listeners behind a loopback server")
+struct ListenerTableTests {
+    @Test("Netlink and /proc/net/tcp list the same listener on a port, owned by this user")
+    func netlinkAgreesWithProc() throws {
+        let (fd, port) = try PeerListener.listeningSocket()
+        defer { close(fd) }
+        let mine = ListenerTable.Listener(address: "0100007F", uid: geteuid(), isIPv6: false)
+        let fromNetlink = try #require(
+            ListenerTable.fromNetlink(port: UInt16(port), includeIPv4: true)
+        )
+        #expect(fromNetlink == [mine])
+        #expect(ListenerTable.fromProc(port: UInt16(port), includeIPv4: true) == [mine])
+        #expect(ListenerTable.listeners(port: UInt16(port), includeIPv4: true) == [mine])
+        // An IPv6 peer is never served by an IPv4 listener: that table is not asked.
+        #expect(ListenerTable.fromNetlink(port: UInt16(port), includeIPv4: false) == [])
+    }
+
+    @Test("A port nobody listens on lists nothing, by netlink and by /proc")
+    func closedPortListsNothing() throws {
+        let (fd, port) = try PeerListener.listeningSocket()
+        close(fd)
+        #expect(ListenerTable.fromNetlink(port: UInt16(port), includeIPv4: true) == [])
+        #expect(ListenerTable.fromProc(port: UInt16(port), includeIPv4: true) == [])
+    }
+
+    @Test("A connected socket on the port is not a listener, and not listed")
+    func connectionsAreNotListeners() throws {
+        let (fd, port) = try PeerListener.listeningSocket()
+        defer { close(fd) }
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(client) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        try #require(connected == 0)
+        let listed = try #require(ListenerTable.fromNetlink(port: UInt16(port), includeIPv4: true))
+        #expect(listed.count == 1)
+    }
+
+    @Test("A netlink error reply is a failure (the /proc fallback answers), not an empty table")
+    func errorReplyFails() {
+        var datagram: [UInt8] = []
+        func append<T: FixedWidthInteger>(_ value: T) {
+            withUnsafeBytes(of: value) { datagram += $0 }
+        }
+        append(UInt32(36))  // nlmsg_len: header + errno + the request's header
+        append(UInt16(2))  // NLMSG_ERROR
+        append(UInt16(0))
+        append(UInt32(7))  // the request's sequence
+        append(UInt32(0))
+        append(Int32(-EPERM))
+        datagram += [UInt8](repeating: 0, count: 16)
+        var found: [ListenerTable.Listener] = []
+        #expect(ListenerTable.parse(datagram[...], port: 80, sequence: 7, into: &found) == .failed)
+        #expect(found.isEmpty)
+    }
+
+    @Test("The request asks for TCP listeners on the port, in network byte order")
+    func requestLayout() {
+        let bytes = ListenerTable.request(family: UInt8(AF_INET), port: 0x1F90, sequence: 3)
+        #expect(bytes.count == 72)
+        #expect(bytes[16] == UInt8(AF_INET))
+        #expect(bytes[17] == UInt8(IPPROTO_TCP))
+        #expect(Array(bytes[20..<24]) == [0x00, 0x04, 0x00, 0x00])  // 1 << TCP_LISTEN
+        #expect(Array(bytes[24..<26]) == [0x1F, 0x90])
+    }
+}
