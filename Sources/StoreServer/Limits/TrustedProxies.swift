@@ -1,4 +1,4 @@
-public import Foundation
+internal import Foundation
 
 /// The proxies (load balancers) whose `X-Forwarded-For` and `X-Forwarded-Proto` the server
 /// believes (`--trusted-proxy CIDR…`). A request from anywhere else is taken as it comes: its
