@@ -68,6 +68,7 @@ build: deps ## release build of the five apps only, Swift runtime linked statica
 	  echo "==> swift build $(RELEASE) --product $$app"; \
 	  $(SWIFT) build $(RELEASE) --product $$app; \
 	done
+	@bash scripts/check-start-libraries.sh "$(BIN_PATH)"
 	@echo "binaries in $(BIN_PATH)"
 
 test: deps ## build everything once, then run every test suite (make test-run)

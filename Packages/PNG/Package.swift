@@ -24,11 +24,11 @@ let package = Package(
         .package(path: "../ChildProcesses")
     ],
     targets: [
-        .systemLibrary(
-            name: "CPNG",
-            pkgConfig: "libpng16",
-            providers: [.apt(["libpng-dev"])]
-        ),
+        // No pkgConfig on purpose: libpng16.pc's `-L/usr/lib/<triple>` would land on every
+        // app's link line ahead of CCurlLoader's linker script (root Package.swift), so the
+        // apps that show images would load libcurl at start again. <png.h> is found in the
+        // default include path (Debian's libpng-dev links /usr/include/png.h).
+        .systemLibrary(name: "CPNG"),
         .target(name: "PNG", dependencies: ["CPNG"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PNGTests",

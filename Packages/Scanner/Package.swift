@@ -82,7 +82,10 @@ let package = Package(
             dependencies: [
                 "CLeptonica", "CJPEG", "CTIFF", "CGIF",
                 .product(name: "CPNG", package: "PNG"),
-            ]
+            ],
+            // CPNG carries no pkg-config (see Packages/PNG), and a C target does not autolink
+            // a module map's `link`, so libpng is named here.
+            linkerSettings: [.linkedLibrary("png16")]
         ),
         // ZXing-C++ behind a small self-contained C header; only this target sees ZXing's.
         // Not a pkg-config system library: its zxing.pc is in the pinned prefix, which
