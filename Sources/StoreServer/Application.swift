@@ -151,6 +151,7 @@ func prepareDatabase(
     passwordIterations: Int,
     maxConnections: Int,
     faults: InjectedFaults?,
+    backgroundCheckpoints: Bool = false,
     now: Date = Date(),
     logger: Logger
 ) async throws -> StoreDatabase {
@@ -158,6 +159,7 @@ func prepareDatabase(
         location: location,
         maxConnections: maxConnections,
         faults: faults,
+        backgroundCheckpoints: backgroundCheckpoints,
         logger: logger
     )
     do {
@@ -217,6 +219,7 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
         passwordIterations: configuration.passwordIterations,
         maxConnections: configuration.databaseConnections,
         faults: configuration.faults,
+        backgroundCheckpoints: true,
         now: configuration.calendarClock(),
         logger: logger
     )
@@ -240,6 +243,9 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
     var services: [any Service] = [
         DatabaseCloser(database: database), Housekeeping(context: context),
     ]
+    if database.kind == .sqlite {
+        services.append(WALCheckpointer(database: database, logger: logger))
+    }
     if let notifier {
         services.append(SystemdWatchdog(notifier: notifier, database: database, logger: logger))
     }
@@ -314,6 +320,35 @@ struct DatabaseCloser: Service {
     func run() async throws {
         try? await gracefulShutdown()
         await database.shutdown()
+    }
+}
+
+/// SQLite: checkpoints the WAL every 250 ms off the request path (the server's connections
+/// do not checkpoint on commit, see `StoreDatabase.init` and `StoreDatabase.checkpoint`).
+/// Closing the database checkpoints the rest.
+struct WALCheckpointer: Service {
+    let database: StoreDatabase
+    let logger: Logger
+    var interval: Duration = .milliseconds(250)
+    /// The WAL's size in frames past which a fully copied WAL is rewound.
+    var restartFrames = 4_096
+
+    func run() async throws {
+        var warned = false
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            } catch {
+                return
+            }
+            do {
+                try await database.checkpoint(restartFrames: restartFrames)
+                warned = false
+            } catch where !warned {
+                warned = true
+                logger.warning("WAL checkpoint failed", metadata: ["error": "\(error)"])
+            } catch {}
+        }
     }
 }
 

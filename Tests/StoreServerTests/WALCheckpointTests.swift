@@ -1,0 +1,141 @@
+import Foundation
+import Logging
+import SQLKit
+import Testing
+
+@testable import StoreServer
+
+/// Issue 29: on SQLite the server checkpoints its WAL off the request path. Commits never
+/// checkpoint (a checkpoint syncs the database, and every writer queued behind that commit
+/// waited for it), and the WAL is rewound under steady reads, so it stays bounded.
+@Suite("SQLite WAL checkpoints off the request path")
+struct WALCheckpointTests {
+    /// A fresh SQLite database with a table to write to, checkpointed by its owner or not.
+    static func database(background: Bool) async throws -> (StoreDatabase, URL) {
+        let directory = try TestDatabases.temporaryDirectory("wal")
+        let path = directory.appendingPathComponent("store.sqlite").path
+        let database = try StoreDatabase(
+            location: .sqlite(path: path),
+            maxConnections: 4,
+            faults: nil,
+            backgroundCheckpoints: background,
+            logger: TestDatabases.logger
+        )
+        try await database.sql.raw("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)").run()
+        return (database, directory)
+    }
+
+    /// Writes `count` rows of 2 KiB, one commit each, in this process's turn for the lock.
+    static func write(_ database: StoreDatabase, count: Int, from start: Int = 0) async throws {
+        let body = String(repeating: "x", count: 2_048)
+        for id in start..<(start + count) {
+            try await database.write {
+                try await database.sql.raw(
+                    "INSERT INTO notes (id, body) VALUES (\(bind: id), \(bind: body))"
+                ).run()
+            }
+        }
+    }
+
+    static func walSize(_ directory: URL) -> Int {
+        let path = directory.appendingPathComponent("store.sqlite-wal").path
+        return (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
+
+    @Test("with background checkpoints a commit leaves the WAL uncopied; checkpoint() copies it all")
+    func commitsDoNotCheckpoint() async throws {
+        let (database, directory) = try await Self.database(background: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // 3,000 commits of a page or more: past SQLite's 1,000-page automatic checkpoint.
+        try await Self.write(database, count: 3_000)
+        let result = try await database.checkpoint(restartFrames: .max)
+        #expect(result.frames >= 3_000, "a commit checkpointed: \(result)")
+        #expect(result.copied == result.frames)
+        #expect(!result.restarted)
+        await database.shutdown()
+    }
+
+    @Test("without them (admin commands) SQLite checkpoints on commit as usual")
+    func ownersWithoutACheckpointerKeepSQLitesDefault() async throws {
+        let (database, directory) = try await Self.database(background: false)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Self.write(database, count: 3_000)
+        let result = try await database.checkpoint(restartFrames: .max)
+        #expect(result.copied < 3_000, "nothing was left for an explicit checkpoint: \(result)")
+        await database.shutdown()
+    }
+
+    @Test("under steady reads and writes the WAL is rewound: it stays bounded, rows all there")
+    func walStaysBoundedUnderLoad() async throws {
+        let (database, directory) = try await Self.database(background: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let rounds = 8, perRound = 500
+        let reading = Task {
+            var reads = 0
+            while !Task.isCancelled {
+                _ = try await database.sql.raw("SELECT count(*) AS n FROM notes").first()
+                reads += 1
+            }
+            return reads
+        }
+        var restarts = 0
+        var largest = 0
+        for round in 0..<rounds {
+            try await Self.write(database, count: perRound, from: round * perRound)
+            // As the server's checkpointer does, rounds apart: a pass copies only what no
+            // reader's snapshot still needs, and the WAL is rewound after one copied it all.
+            for _ in 0..<50 {
+                let result = try await database.checkpoint(restartFrames: 256)
+                largest = max(largest, result.frames)
+                if result.restarted {
+                    restarts += 1
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        reading.cancel()
+        let reads = (try? await reading.value) ?? 0
+        // 4,000 commits of a 2 KiB row write at least 4,000 frames (16 MB); rewound after
+        // each round, the WAL never holds much more than one round's.
+        #expect(restarts == rounds, "restarted \(restarts) of \(rounds) rounds")
+        #expect(largest < 2 * perRound * 4, "the WAL reached \(largest) frames")
+        #expect(Self.walSize(directory) < 16 << 20, "WAL file \(Self.walSize(directory)) bytes")
+        let count = try await database.sql.raw("SELECT count(*) AS n FROM notes").first()?
+            .decode(column: "n", as: Int.self)
+        #expect(count == rounds * perRound)
+        #expect(reads > 0)
+        await database.shutdown()
+    }
+
+    @Test("the server's checkpointer keeps the WAL bounded while rows are written and read")
+    func checkpointerService() async throws {
+        let (database, directory) = try await Self.database(background: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let checkpointer = WALCheckpointer(
+            database: database,
+            logger: TestDatabases.logger,
+            interval: .milliseconds(20),
+            restartFrames: 256
+        )
+        let service = Task { try await checkpointer.run() }
+        let reading = Task {
+            while !Task.isCancelled {
+                _ = try await database.sql.raw("SELECT count(*) AS n FROM notes").first()
+            }
+        }
+        var largest = 0
+        for round in 0..<8 {
+            try await Self.write(database, count: 500, from: round * 500)
+            largest = max(largest, Self.walSize(directory))
+        }
+        reading.cancel()
+        service.cancel()
+        // Both end before the pool closes (a connection still out would be leaked).
+        _ = try? await reading.value
+        try await service.value
+        // 4,000 commits wrote at least 16 MB of frames; a WAL never rewound holds them all.
+        #expect(largest < 12 << 20, "the WAL file reached \(largest) bytes")
+        await database.shutdown()
+    }
+}
