@@ -344,10 +344,13 @@ struct WALCheckpointer: Service {
             do {
                 try await database.checkpoint(restartFrames: restartFrames)
                 warned = false
-            } catch where !warned {
+            } catch {
+                // Once per spell of failures (a disk full, a database locked by another process).
+                if !warned {
+                    logger.warning("WAL checkpoint failed", metadata: ["error": "\(error)"])
+                }
                 warned = true
-                logger.warning("WAL checkpoint failed", metadata: ["error": "\(error)"])
-            } catch {}
+            }
         }
     }
 }

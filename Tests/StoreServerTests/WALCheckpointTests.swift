@@ -42,7 +42,9 @@ struct WALCheckpointTests {
         return (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
     }
 
-    @Test("with background checkpoints a commit leaves the WAL uncopied; checkpoint() copies it all")
+    @Test(
+        "with background checkpoints a commit leaves the WAL uncopied; checkpoint() copies it all"
+    )
     func commitsDoNotCheckpoint() async throws {
         let (database, directory) = try await Self.database(background: true)
         defer { try? FileManager.default.removeItem(at: directory) }
