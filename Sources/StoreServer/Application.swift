@@ -335,6 +335,11 @@ struct WALCheckpointer: Service {
 
     func run() async throws {
         var warned = false
+        // A rewind put off by a long read is tried again after 1, 2, 4 … 32 rounds: each try
+        // holds writers back for up to 1 s. Only a reader that began after the last write can
+        // put it off (otherwise the passive pass cannot copy everything, and no rewind is
+        // tried), so this happens when writes are few.
+        var rewindBackoff = 1, roundsToRewind = 0
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
                 try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
@@ -342,7 +347,18 @@ struct WALCheckpointer: Service {
                 return
             }
             do {
-                try await database.checkpoint(restartFrames: restartFrames)
+                roundsToRewind = max(0, roundsToRewind - 1)
+                let result = try await database.checkpoint(
+                    restartFrames: roundsToRewind == 0 ? restartFrames : .max
+                )
+                if result.restarted {
+                    rewindBackoff = 1
+                } else if roundsToRewind == 0, result.frames >= restartFrames,
+                    result.copied == result.frames
+                {
+                    roundsToRewind = rewindBackoff
+                    rewindBackoff = min(rewindBackoff * 2, 32)
+                }
                 warned = false
             } catch {
                 // Once per spell of failures (a disk full, a database locked by another process).

@@ -368,8 +368,8 @@ public final class StoreDatabase: Sendable {
     /// frames (16 MiB of 4 KiB pages by default) and all were copied, a `RESTART` checkpoint
     /// follows in this process's turn for the write lock: it copies only what came since and
     /// waits for the readers of the old WAL to finish (2–6 ms in all, about once a second at
-    /// that rate), after which the next write starts the WAL from its beginning;
-    /// `journal_size_limit` trims a larger file to 64 MiB.
+    /// that rate; 1 s at most, then it is put off), after which the next write starts the WAL
+    /// from its beginning; `journal_size_limit` trims a larger file to 64 MiB.
     @discardableResult
     func checkpoint(restartFrames: Int = 4_096) async throws -> Checkpoint {
         guard kind == .sqlite else { return Checkpoint() }
@@ -379,8 +379,24 @@ public final class StoreDatabase: Sendable {
             result.copied = try row.decode(column: "checkpointed", as: Int.self)
         }
         guard result.frames >= restartFrames, result.copied == result.frames else { return result }
-        let row = try await write { try await sql.raw("PRAGMA wal_checkpoint(RESTART)").first() }
-        result.restarted = try row?.decode(column: "busy", as: Int.self) == 0
+        result.restarted = try await write {
+            try await withConnection { sql, _ in
+                // Writers wait in the gate meanwhile, so the rewind waits for the write lock and
+                // for readers 1 s at most (SQLite's busy handler), not the connections' 10 s: a
+                // long read (`store-server backup`, another process) puts it off to a later
+                // round, which WALCheckpointer spaces out.
+                try await sql.raw("PRAGMA busy_timeout = 1000").run()
+                let outcome: Result<Bool, any Error>
+                do {
+                    let row = try await sql.raw("PRAGMA wal_checkpoint(RESTART)").first()
+                    outcome = .success(try row?.decode(column: "busy", as: Int.self) == 0)
+                } catch {
+                    outcome = .failure(error)
+                }
+                try await sql.raw("PRAGMA busy_timeout = 10000").run()
+                return try outcome.get()
+            }
+        }
         return result
     }
 
