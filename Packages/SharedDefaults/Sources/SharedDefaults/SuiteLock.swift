@@ -140,9 +140,16 @@ final class SuiteLock: @unchecked Sendable {
     /// The process holding the lock, from `/proc/locks` (nil when it cannot be told).
     func holderPID() -> Int32? {
         var info = stat()
-        guard fstat(fd, &info) == 0,
-            let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8)
-        else { return nil }
+        guard fstat(fd, &info) == 0 else { return nil }
+        // Read to the end with read(2): /proc/locks reports a size of 0 and is produced per
+        // read, and a busy machine's table (every SQLite and flock lock) runs to many pages.
+        let locks = open("/proc/locks", O_RDONLY | O_CLOEXEC)
+        guard locks >= 0 else { return nil }
+        defer { close(locks) }
+        guard let bytes = try? FileIO.readAll(locks, limit: 64 << 20, name: "/proc/locks") else {
+            return nil
+        }
+        let table = String(decoding: bytes, as: UTF8.self)
         let inode = ":\(info.st_ino) "
         for line in table.split(separator: "\n") where line.contains("FLOCK") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
