@@ -75,25 +75,6 @@ struct ClientTrustTests {
         #expect(proxy.seen.bytes == 0)
     }
 
-    /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     @Test("An https server with an untrusted certificate is refused with exit 1, not offline")
     func untrustedCertificate() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "trust-tls")
@@ -113,7 +94,7 @@ struct ClientTrustTests {
         // fixed port collided with a busy run's ephemeral ports).
         var started: (ChildProcess, Int)?
         for _ in 0..<5 where started == nil {
-            let port = Self.freePort()
+            let port = freeLoopbackPort()
             let candidate = try await ChildProcess.start(
                 URL(fileURLWithPath: "/usr/bin/openssl"),
                 [

@@ -1,6 +1,7 @@
 import ChildProcesses
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// A throwaway PostgreSQL cluster for the tests: `initdb` into a temporary directory, `pg_ctl
@@ -39,7 +40,7 @@ final class PostgresCluster: Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "shopfloor-pg-\(UUID().uuidString.prefix(8))"
         )
-        port = Self.freePort()
+        port = freeLoopbackPort()
     }
 
     private var dataDirectory: String { directory.appendingPathComponent("data").path }
@@ -200,25 +201,6 @@ final class PostgresCluster: Sendable {
         return nil
     }
 
-    /// A free TCP port on 127.0.0.1 (bound and released).
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 }
 
 /// Why the test cluster could not be used.
