@@ -143,7 +143,7 @@ public enum DemoData {
             try await database.sql.raw("SELECT COUNT(*) AS n FROM stores").first()?.int("n") ?? 0
         guard existing == 0 else { return DemoSummary() }
         let passwordHash = try makePasswordHasher(iterations: passwordIterations).hash(password)
-        let images = try productSeeds().map { ($0, try image(for: $0.gtin)) }
+        let images = try productsWithImages.get()
         let summary = try await database.transaction { sql in
             try await seed(sql, passwordHash: passwordHash, images: images, now: now)
         }
@@ -330,6 +330,13 @@ public enum DemoData {
             summary.users += 1
         }
         return summary
+    }
+
+    /// The demo products with their pictures, drawn and encoded once per process: they are
+    /// deterministic, and a process that seeds several databases (the tests) drew 500
+    /// pictures for each. About 1 MB, kept for the process's life.
+    private static let productsWithImages = Result {
+        try productSeeds().map { ($0, try image(for: $0.gtin)) }
     }
 
     /// The 500 demo products (deterministic), GTIN-13s under the prefix 400638.

@@ -37,10 +37,24 @@ final class PostgresCluster: Sendable {
         }
         binDirectory = bin
         runAsPostgres = getuid() == 0
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        directory = Self.clusterParent.appendingPathComponent(
             "shopfloor-pg-\(UUID().uuidString.prefix(8))"
         )
         port = freeLoopbackPort()
+    }
+
+    /// Where clusters go: memory (/dev/shm) where there is one, else the temporary directory.
+    /// Every test's `CREATE DATABASE … TEMPLATE` makes about a thousand files; on ext4 their
+    /// inode allocation alone was 7 % of the shared test process's CPU time.
+    static var clusterParent: URL {
+        var status = statvfs()
+        let shm = "/dev/shm"
+        if access(shm, W_OK | X_OK) == 0, statvfs(shm, &status) == 0,
+            UInt64(status.f_bavail) * UInt64(status.f_frsize) > 4 << 30
+        {
+            return URL(fileURLWithPath: shm)
+        }
+        return FileManager.default.temporaryDirectory
     }
 
     private var dataDirectory: String { directory.appendingPathComponent("data").path }
