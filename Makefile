@@ -33,9 +33,10 @@ PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/P
 OWN_PROCESS_TESTS := IntegrationTests ImageCacheTests AuthTests SuiteClientTests StoreServerTests.ConnectionLimitTests
 # Run in a process of their own at the same time as the shared one (started from the test
 # bundle itself: `swift test` holds the build directory's lock, so two cannot run at once):
-# - ScannerTests: decoding and OCR are minutes of synchronous CPU work on the concurrency
-#   pool's two threads; in the shared process they would hold both, and every test waiting
-#   on a child or a socket (and timing it) would wait for a thread too.
+# - ScannerTests: decoding and OCR are half a minute of synchronous CPU work on the
+#   concurrency pool's two threads (with Scanner's pixel loops optimised in debug builds
+#   too; see Packages/Scanner/Package.swift); in the shared process they would hold both,
+#   and every test waiting on a child or a socket (and timing it) would wait for a thread.
 BESIDE_TESTS := ScannerTests
 TEST_BUNDLE = $$($(SWIFT) build --show-bin-path)/ShopfloorPackageTests.xctest
 # `make check`: the quick local loop, suites that need no PostgreSQL, no app or server

@@ -20,7 +20,7 @@ swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name StoreFuzz \
 
 ci=Packages/Scanner/Sources/CImageIO
 echo "==> building the image fuzzer"
-clang -fsanitize=fuzzer,address -O1 -g -I"$ci"/include Fuzz/ImageFuzz.c "$ci"/imageio.c \
+clang -fsanitize=fuzzer,address -O1 -g -I"$ci"/include Fuzz/ImageFuzz.c "$ci"/*.c \
   -o "$out"/image-fuzz -llept -lpng16 -ljpeg -ltiff -lgif
 
 echo "==> seeds"

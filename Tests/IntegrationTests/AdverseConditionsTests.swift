@@ -82,7 +82,9 @@ enum SlowLink: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 }
 
-@Suite("reservations on slow, lost and dead links", .serialized)
+// The tests on slow links mostly wait on the relay, so they run side by side; the ones that
+// time an upper bound (a deadline, a dead network) run one at a time in `Deadlines`.
+@Suite("reservations on slow, lost and dead links")
 struct AdverseNetworkTests {
     @Test(
         "Every reservations flow succeeds over a 3G or Edge link: no timeout cuts a slow answer short",
@@ -171,6 +173,14 @@ struct AdverseNetworkTests {
         #expect(shown.seconds >= 4 * oneWay, "show took \(shown.seconds) s: not through the link")
     }
 
+}
+
+extension AdverseNetworkTests {
+    @Suite("deadlines on slow and dead links", .serialized)
+    struct Deadlines {}
+}
+
+extension AdverseNetworkTests.Deadlines {
     @Test(
         "An answer slower than the connect timeout still arrives; only the deadline ends a wait, and then kept data answers"
     )

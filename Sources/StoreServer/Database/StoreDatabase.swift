@@ -385,7 +385,9 @@ public final class StoreDatabase: Sendable {
                 // for readers 1 s at most (SQLite's busy handler), not the connections' 10 s: a
                 // long read (`store-server backup`, another process) puts it off to a later
                 // round, which WALCheckpointer spaces out.
-                try await sql.raw("PRAGMA busy_timeout = 1000").run()
+                try await sql.raw(
+                    "PRAGMA busy_timeout = \(unsafeRaw: String(PragmaSQLiteSource.rewindBusyTimeout))"
+                ).run()
                 let outcome: Result<Bool, any Error>
                 do {
                     let row = try await sql.raw("PRAGMA wal_checkpoint(RESTART)").first()
@@ -393,7 +395,9 @@ public final class StoreDatabase: Sendable {
                 } catch {
                     outcome = .failure(error)
                 }
-                try await sql.raw("PRAGMA busy_timeout = 10000").run()
+                try await sql.raw(
+                    "PRAGMA busy_timeout = \(unsafeRaw: String(PragmaSQLiteSource.busyTimeout))"
+                ).run()
                 return try outcome.get()
             }
         }
@@ -435,6 +439,10 @@ public final class StoreDatabase: Sendable {
 
 /// Opens SQLite connections with the pragmas the server relies on.
 struct PragmaSQLiteSource: ConnectionPoolSource {
+    /// How long, in milliseconds, a statement waits for SQLite's locks before it fails busy.
+    static let busyTimeout = 10_000
+    /// The same for the WAL rewind, which is put off to a later round instead.
+    static let rewindBusyTimeout = 1_000
     /// Whether a commit checkpoints the WAL when it has grown past 1,000 pages (SQLite's
     /// default); false when the owner checkpoints in the background.
     let autoCheckpoint: Bool
@@ -445,7 +453,7 @@ struct PragmaSQLiteSource: ConnectionPoolSource {
     > {
         let autoCheckpoint = autoCheckpoint
         return base.makeConnection(logger: logger, on: eventLoop).flatMap { connection in
-            connection.query("PRAGMA busy_timeout = 10000")
+            connection.query("PRAGMA busy_timeout = \(Self.busyTimeout)")
                 .flatMap { _ in connection.query("PRAGMA journal_mode = WAL") }
                 .flatMap { _ in connection.query("PRAGMA synchronous = NORMAL") }
                 .flatMap { _ in
