@@ -180,14 +180,19 @@ sf_image_status sf_bmp_read(sf_frames *f, uint8_t *pixels, size_t stride, char *
 
 // ---------- TIFF through libtiff ----------
 
-static tmsize_t mem_read(thandle_t h, void *buf, tmsize_t size) {
-    mem_source *s = (mem_source *)h;
-    if (size <= 0 || s->offset >= s->length) return 0;
+// Up to `want` bytes from the source's position into `out`; how many (0 at the end). libtiff's
+// and giflib's read callbacks.
+static size_t mem_take(mem_source *s, void *out, int64_t want) {
+    if (want <= 0 || s->offset >= s->length) return 0;
     size_t n = s->length - (size_t)s->offset;
-    if ((size_t)size < n) n = (size_t)size;
-    memcpy(buf, s->data + s->offset, n);
+    if ((uint64_t)want < n) n = (size_t)want;
+    memcpy(out, s->data + s->offset, n);
     s->offset += n;
-    return (tmsize_t)n;
+    return n;
+}
+
+static tmsize_t mem_read(thandle_t h, void *buf, tmsize_t size) {
+    return (tmsize_t)mem_take((mem_source *)h, buf, (int64_t)size);
 }
 static tmsize_t mem_write(thandle_t h, void *buf, tmsize_t size) { (void)h; (void)buf; (void)size; return -1; }
 static toff_t mem_seek(thandle_t h, toff_t off, int whence) {
@@ -403,13 +408,7 @@ sf_image_status sf_tiff_read(sf_frames *f, uint8_t *pixels, size_t stride, char 
 // ---------- GIF through giflib ----------
 
 static int gif_input(GifFileType *gif, GifByteType *out, int count) {
-    mem_source *s = (mem_source *)gif->UserData;
-    if (count <= 0 || s->offset >= s->length) return 0;
-    size_t n = s->length - (size_t)s->offset;
-    if ((size_t)count < n) n = (size_t)count;
-    memcpy(out, s->data + s->offset, n);
-    s->offset += n;
-    return (int)n;
+    return (int)mem_take((mem_source *)gif->UserData, out, count);
 }
 
 static GifFileType *gif_reopen(sf_frames *f) {
