@@ -1,6 +1,6 @@
 public import ArgumentParser
 internal import CStartup
-public import Foundation
+internal import Foundation
 import Logging
 import Models
 import Plumbing

@@ -1,6 +1,6 @@
-public import Auth
+internal import Auth
 public import Foundation
-public import Models
+internal import Models
 
 #if canImport(FoundationNetworking)
     public import FoundationNetworking

@@ -1,9 +1,9 @@
-public import Auth
-public import Foundation
+internal import Auth
+internal import Foundation
 internal import Synchronization
 
 #if canImport(FoundationNetworking)
-    public import FoundationNetworking
+    internal import FoundationNetworking
 #endif
 
 extension SuiteClient {

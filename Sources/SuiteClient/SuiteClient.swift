@@ -1,4 +1,4 @@
-public import Auth
+internal import Auth
 public import Foundation
 public import Logging
 public import Models
@@ -7,7 +7,7 @@ internal import SharedDefaults
 internal import Synchronization
 
 #if canImport(FoundationNetworking)
-    public import FoundationNetworking
+    internal import FoundationNetworking
 #endif
 
 /// The suite's client for store-server, shared by every client app (`reservations`,

@@ -1,4 +1,4 @@
-public import Foundation
+internal import Foundation
 public import Models
 
 /// A failure of a ``SuiteClient`` call: a stable code, a message for people that names what

@@ -1,5 +1,5 @@
 internal import Foundation
-public import Logging
+internal import Logging
 internal import Models
 internal import SQLKit
 

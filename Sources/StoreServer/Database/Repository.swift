@@ -37,7 +37,7 @@ struct Repository: Sendable {
         guard Store.isShortName(reference) else { return nil }
         return try await sql.raw(
             SQLQueryString(
-                "SELECT \(ModelRows.storeColumns) FROM stores s WHERE s.short_name = "
+                "SELECT \(unsafeRaw: ModelRows.storeColumns) FROM stores s WHERE s.short_name = "
             ) + "\(bind: reference) AND " + scope.condition("s.id")
         ).first().map(ModelRows.store)
     }

@@ -43,7 +43,7 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
             let written = context.eventLoop.makePromise(of: Void.self)
             written.futureResult.cascade(to: promise)
             context.writeAndFlush(data, promise: written)
-            written.futureResult.whenComplete { _ in context.close(promise: nil) }
+            written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         }
     }
 
@@ -72,7 +72,7 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.body(ByteBuffer(data: body))), promise: nil)
         let written = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
-        written.futureResult.whenComplete { _ in context.close(promise: nil) }
+        written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 
     /// The parser's complaint in words (no request bytes).

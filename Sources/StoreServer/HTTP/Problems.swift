@@ -2,7 +2,7 @@ internal import Auth
 internal import Foundation
 internal import HTTPTypes
 internal import Hummingbird
-public import Models
+internal import Models
 internal import NIOCore
 
 /// A failure the server answers with: an RFC 9457 problem document (`application/problem+json`)

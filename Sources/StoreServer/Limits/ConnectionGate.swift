@@ -171,6 +171,6 @@ private final class RawRefusal: ChannelDuplexHandler, RemovableChannelHandler {
         sent = true
         let written = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(answer), promise: written)
-        written.futureResult.whenComplete { _ in context.close(promise: nil) }
+        written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 }

@@ -1,5 +1,5 @@
 public import Foundation
-public import Logging
+internal import Logging
 internal import Synchronization
 
 #if canImport(FoundationNetworking)

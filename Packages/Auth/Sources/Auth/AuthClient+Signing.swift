@@ -1,9 +1,9 @@
-public import Foundation
-public import Logging
+internal import Foundation
+internal import Logging
 internal import Synchronization
 
 #if canImport(FoundationNetworking)
-    public import FoundationNetworking
+    internal import FoundationNetworking
 #endif
 
 extension AuthClient {

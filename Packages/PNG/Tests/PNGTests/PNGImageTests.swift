@@ -55,7 +55,7 @@ func pngHeader(width: UInt32, height: UInt32) -> Data {
 struct PNGImageTests {
     @Test("8-bit RGBA decodes to exactly its pixels")
     func rgba() async throws {
-        let decoded = try await PNGImage(
+        let decoded = try PNGImage(
             decoding: try await makePNG(
                 samplePixels,
                 width: 3,
@@ -70,7 +70,7 @@ struct PNGImageTests {
 
     @Test("16-bit RGBA is reduced to 8 bits (linear, as libpng reads 16-bit without gAMA)")
     func sixteenBit() async throws {
-        let decoded = try await PNGImage(
+        let decoded = try PNGImage(
             decoding: try await makePNG(
                 samplePixels,
                 width: 3,
@@ -91,7 +91,7 @@ struct PNGImageTests {
     @Test("RGB without alpha is opaque; palette and grey images expand to RGBA")
     func otherTypes() async throws {
         let opaque = samplePixels.enumerated().map { $0.offset % 4 == 3 ? 255 : $0.element }
-        let rgb = try await PNGImage(
+        let rgb = try PNGImage(
             decoding: try await makePNG(
                 opaque,
                 width: 3,
@@ -101,7 +101,7 @@ struct PNGImageTests {
             name: "rgb.png"
         )
         #expect(rgb.rgba == opaque)
-        let palette = try await PNGImage(
+        let palette = try PNGImage(
             decoding: try await makePNG(
                 opaque,
                 width: 3,
@@ -112,7 +112,7 @@ struct PNGImageTests {
         )
         #expect(palette.rgba == opaque)
         let greys: [UInt8] = [0, 0, 0, 255, 90, 90, 90, 255, 255, 255, 255, 0]
-        let grey = try await PNGImage(
+        let grey = try PNGImage(
             decoding: try await makePNG(
                 greys,
                 width: 3,

@@ -1,7 +1,7 @@
-public import Foundation
+internal import Foundation
 internal import Glibc
-public import Logging
-public import Plumbing
+internal import Logging
+internal import Plumbing
 import Synchronization
 
 extension SharedStore {

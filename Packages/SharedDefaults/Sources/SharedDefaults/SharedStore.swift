@@ -1,7 +1,7 @@
 public import Foundation
 internal import Glibc
 public import Logging
-public import Plumbing
+internal import Plumbing
 import Synchronization
 
 /// A suite's shared settings: a `UserDefaults`-like store that every process of the suite
