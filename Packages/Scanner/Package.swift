@@ -14,9 +14,9 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 // The pixel loops (scaling, blurs, the region finder, thresholds) are optimised in debug
-// builds too: unoptimised, they were four fifths of the test suite's CPU time, and a debug
-// `scan` took seconds on one photo. Release builds are optimised anyway. `-enable-testing`
-// still comes with debug builds, so `@testable import` keeps working.
+// builds too: unoptimised, they were four fifths of ScannerTests' CPU time (83 s of tests
+// became 22 s). Release builds are optimised anyway. `-enable-testing` still comes with
+// debug builds, so `@testable import` keeps working.
 let pixelLoopSettings: [SwiftSetting] =
     swiftSettings + [.unsafeFlags(["-O"], .when(configuration: .debug))]
 
