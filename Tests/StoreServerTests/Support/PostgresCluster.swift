@@ -37,8 +37,10 @@ final class PostgresCluster: Sendable {
         }
         binDirectory = bin
         runAsPostgres = getuid() == 0
+        // The owner's pid in the name: a later process removes the cluster of one that was
+        // killed before its exit handler ran (``sweepOrphans()``).
         directory = Self.clusterParent.appendingPathComponent(
-            "shopfloor-pg-\(UUID().uuidString.prefix(8))"
+            "\(Self.namePrefix)\(getpid())-\(UUID().uuidString.prefix(8))"
         )
         port = freeLoopbackPort()
     }
@@ -98,6 +100,7 @@ final class PostgresCluster: Sendable {
     }
 
     private func start() async throws {
+        Self.sweepOrphans()
         do {
             try FileManager.default.createDirectory(
                 at: directory,
@@ -150,15 +153,51 @@ final class PostgresCluster: Sendable {
     /// postmaster), and removes its files: at exit, where nothing can be awaited.
     static func stopShared() {
         guard let cluster = started.withLock({ $0 }) else { return }
-        let pidFile = cluster.directory.appendingPathComponent("data/postmaster.pid").path
-        if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
-            let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) })
-        {
-            kill(pid, SIGQUIT)
-            // The postmaster is no child of this process: wait (up to 10 s) until it is gone.
-            for _ in 0..<1_000 where kill(pid, 0) == 0 { usleep(10_000) }
-        }
+        stopPostmaster(of: cluster.directory)
         try? FileManager.default.removeItem(at: cluster.directory)
+    }
+
+    static let namePrefix = "shopfloor-pg-"
+
+    /// Stops and removes the clusters of test processes that no longer exist: a process
+    /// killed with SIGKILL (a CI timeout, an out-of-memory kill) never runs
+    /// ``stopShared()``, and its postmaster, a daemon, would keep running and holding its
+    /// files (about 300 MB, in memory under /dev/shm) until the machine restarts. A cluster
+    /// whose owner is alive, or whose name carries no owner, is left alone.
+    /// - Parameter parents: where clusters are made (by default both possible places).
+    static func sweepOrphans(in parents: Set<String>? = nil) {
+        let parents =
+            parents ?? [clusterParent.path, FileManager.default.temporaryDirectory.path]
+        for parent in parents {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
+            for name in names where name.hasPrefix(namePrefix) {
+                let owner = name.dropFirst(namePrefix.count).split(separator: "-").first
+                guard let owner, let pid = pid_t(owner), pid > 0, pid != getpid() else { continue }
+                // ESRCH: no such process. EPERM means one exists (another user's): keep it.
+                guard kill(pid, 0) != 0, errno == ESRCH else { continue }
+                let directory = URL(fileURLWithPath: parent).appendingPathComponent(name)
+                stopPostmaster(of: directory)
+                try? FileManager.default.removeItem(at: directory)
+            }
+        }
+    }
+
+    /// Sends SIGQUIT (an immediate stop) to the postmaster of the cluster in `directory`, if
+    /// the pid its `postmaster.pid` names is a postgres process serving that directory, and
+    /// waits (up to 10 s) until it is gone: it is no child of this process.
+    private static func stopPostmaster(of directory: URL) {
+        let data = directory.appendingPathComponent("data").path
+        let pidFile = data + "/postmaster.pid"
+        guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+            let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), pid > 0
+        else { return }
+        // A pid reused by another process since is not ours to stop.
+        let cmdline = URL(fileURLWithPath: "/proc/\(pid)/cmdline")
+        let arguments =
+            (try? Data(contentsOf: cmdline)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        guard arguments.contains("postgres"), arguments.contains(data) else { return }
+        kill(pid, SIGQUIT)
+        for _ in 0..<1_000 where kill(pid, 0) == 0 { usleep(10_000) }
     }
 
     /// A new empty database; its `postgres://` URL.
