@@ -137,7 +137,7 @@ let signer = RequestSigner(key: key)
 
 let total = Int(rate * seconds)
 let interval = 1.0 / rate
-let results = Mutex<[(latency: Double, status: Int)]>([])
+let results = Mutex<[(latency: Double, status: Int, at: Double)]>([])
 let start = Date().timeIntervalSince1970 + 0.2
 let threads = max(1, min(connections, total))
 let done = DispatchGroup()
@@ -147,7 +147,7 @@ for worker in 0..<threads {
         let url = urls[worker % urls.count]
         let host = "\(url.host!):\(url.port!)"
         let connection = Connection(port: url.port!)
-        var local: [(Double, Int)] = []
+        var local: [(Double, Int, Double)] = []
         var index = worker
         while index < total {
             let scheduled = start + Double(index) * interval
@@ -165,10 +165,12 @@ for worker in 0..<threads {
                     .utf8
             )
             let status = connection.exchange(request)
-            local.append((Date().timeIntervalSince1970 - scheduled, status))
+            local.append((Date().timeIntervalSince1970 - scheduled, status, scheduled - start))
             index += threads
         }
-        results.withLock { $0.append(contentsOf: local.map { (latency: $0.0, status: $0.1) }) }
+        results.withLock {
+            $0.append(contentsOf: local.map { (latency: $0.0, status: $0.1, at: $0.2) })
+        }
         done.leave()
     }
     thread.stackSize = 1 << 20
@@ -181,6 +183,18 @@ let latencies = all.map(\.latency).sorted()
 func percentile(_ p: Double) -> Double {
     latencies.isEmpty
         ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000
+}
+// STORE_LOAD_TIMELINE=FILE: every request's scheduled time (s from the start), latency (ms)
+// and status, in schedule order, to find when a run's slow requests happened.
+if let timeline = ProcessInfo.processInfo.environment["STORE_LOAD_TIMELINE"] {
+    let lines = all.sorted { $0.at < $1.at }.map {
+        String(format: "%.4f %.2f %d", $0.at, $0.latency * 1000, $0.status)
+    }
+    try? (lines.joined(separator: "\n") + "\n").write(
+        toFile: timeline,
+        atomically: true,
+        encoding: .utf8
+    )
 }
 let errors = all.filter { $0.status != 200 && $0.status != 304 }.count
 // The generator's own CPU over the run (user + system, all threads, sign-in included): on a

@@ -98,9 +98,28 @@ public final class SQLSessionStore: SessionStore {
         )
     }
 
+    /// The token, its session and the session's user with their stores: what a signed
+    /// request's gate reads first (one row per store; the user's columns are NULL when the
+    /// session or the user is gone).
+    static let tokenWithAccessSelect = """
+        SELECT t.digest, t.session_id, t.kind, t.expires_at, t.rotated_at,
+               s.id, s.subject, s.key_id, s.key_secret, s.created_at, s.revoked_at,
+               u.username AS u_username, u.role AS u_role, u.home_store_id AS u_home_store_id,
+               us.store_id AS us_store_id
+        FROM auth_tokens t LEFT JOIN auth_sessions s ON s.id = t.session_id
+        LEFT JOIN users u ON u.username = s.subject
+        LEFT JOIN user_stores us ON us.username = u.username
+        """
+
     /// See ``SessionStore/tokenWithSession(digest:)``: one statement, the token joined with
-    /// its session (each signed request reads both).
+    /// its session (each signed request reads both). Inside
+    /// ``AccessPrefetch/withPrefetch(_:)`` the same statement also reads the session's
+    /// user's role and stores, and leaves them in the prefetch: one round trip less for
+    /// every signed request.
     public func tokenWithSession(digest: String) async throws -> (TokenRecord, SessionRecord?)? {
+        if let prefetch = AccessPrefetch.current {
+            return try await tokenWithSession(digest: digest, access: prefetch)
+        }
         guard
             let row = try await database.rows(
                 PreparedStatements.TokenWithSession(digest: digest),
@@ -115,6 +134,24 @@ public final class SQLSessionStore: SessionStore {
         let token = try Self.token(row)
         guard try row.optionalString("id") != nil else { return (token, nil) }
         return (token, try Self.session(row))
+    }
+
+    private func tokenWithSession(digest: String, access prefetch: AccessPrefetch) async throws
+        -> (TokenRecord, SessionRecord?)?
+    {
+        let rows = try await database.rows(
+            PreparedStatements.TokenWithSessionAndAccess(digest: digest),
+            otherwise: """
+                \(unsafeRaw: Self.tokenWithAccessSelect)
+                WHERE t.digest = \(bind: digest) ORDER BY us.store_id
+                """
+        )
+        guard let row = rows.first else { return nil }
+        let token = try Self.token(row)
+        guard try row.optionalString("id") != nil else { return (token, nil) }
+        let session = try Self.session(row)
+        prefetch.set(try UserRepository.access(fromAccessRows: rows), of: session.subject)
+        return (token, session)
     }
 
     /// See ``SessionStore/markRotated(digest:at:)``.

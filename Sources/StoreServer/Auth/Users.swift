@@ -1,6 +1,7 @@
 public import Foundation
 public import Models
 internal import SQLKit
+internal import Synchronization
 
 /// A stored associate with their password hash (never printed).
 public struct StoredUser: Sendable {
@@ -120,6 +121,28 @@ struct UserRepository: Sendable {
         )
     }
 
+    /// The access of rows read with ``SQLSessionStore/tokenWithAccessSelect`` (`u_username`,
+    /// `u_role`, `u_home_store_id`, `us_store_id`, one row per store): no access when the
+    /// user is gone, as ``access(_:)``.
+    static func access(fromAccessRows rows: [any SQLRow]) throws -> Access {
+        guard let first = rows.first, let username = try first.optionalString("u_username") else {
+            return Access(role: .associate, homeStoreID: nil, scope: .only([]))
+        }
+        let roleText = try first.string("u_role")
+        guard let role = Role(rawValue: roleText) else {
+            throw StoredDataError("user \(username) has the unknown role '\(roleText.prefix(20))'")
+        }
+        let stores = try rows.compactMap {
+            try $0.optionalString("us_store_id").flatMap(UUID.init(uuidString:))
+        }
+        let home = try first.optionalString("u_home_store_id").flatMap(UUID.init(uuidString:))
+        return Access(
+            role: role,
+            homeStoreID: home,
+            scope: role.seesEveryStore ? .everyStore : .only(stores)
+        )
+    }
+
     /// Sets a user's role and stores (the first store is the home store).
     /// - Returns: false when there is no such user.
     func setAccess(_ username: String, role: Role, stores: [UUID], now: Date) async throws -> Bool {
@@ -176,5 +199,29 @@ struct UserRepository: Sendable {
             "DELETE FROM users WHERE username = \(bind: username) RETURNING username"
         ).all())
         .isEmpty
+    }
+}
+
+/// The caller's access, read by the same statement as their token
+/// (``SQLSessionStore/tokenWithSession(digest:)``) while a signed request's gate looks the
+/// token up inside ``withPrefetch(_:)``; ``SignatureMiddleware`` then needs no query of its
+/// own. Bound to the task, so concurrent requests never see each other's.
+final class AccessPrefetch: Sendable {
+    @TaskLocal static var current: AccessPrefetch?
+
+    private let found = Mutex<(subject: String, access: Access)?>(nil)
+
+    /// Runs `body` with a new prefetch bound to the task; returns its result and the access
+    /// read meanwhile, if any, with the user it belongs to.
+    static func withPrefetch<T: Sendable>(_ body: () async throws -> T) async rethrows
+        -> (T, (subject: String, access: Access)?)
+    {
+        let prefetch = AccessPrefetch()
+        let value = try await $current.withValue(prefetch) { try await body() }
+        return (value, prefetch.found.withLock { $0 })
+    }
+
+    func set(_ access: Access, of subject: String) {
+        found.withLock { $0 = (subject, access) }
     }
 }

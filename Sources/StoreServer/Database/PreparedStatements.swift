@@ -35,6 +35,24 @@ enum PreparedStatements {
         func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
     }
 
+    /// The token with its session and the session's user's role and stores, one row per
+    /// store (``SQLSessionStore/tokenWithSession(digest:)`` when a signed request's gate
+    /// asks for the caller's access too: ``AccessPrefetch``).
+    struct TokenWithSessionAndAccess: Statement {
+        static let name = "shopfloor_token_with_session_and_access_v1"
+        static let sql =
+            SQLSessionStore.tokenWithAccessSelect + " WHERE t.digest = $1 ORDER BY us.store_id"
+        var digest: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(digest)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    }
+
     /// Records a nonce unless signed before the replay floor
     /// (``SQLNonceStore/record(keyID:nonce:created:expiresAt:now:)``).
     struct RecordNonce: Statement {

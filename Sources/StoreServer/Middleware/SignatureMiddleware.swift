@@ -22,17 +22,22 @@ struct SignatureMiddleware: RouterMiddleware {
     ) async throws -> Response {
         var request = request
         let body = try await request.collect(limit: bodyLimit)
-        let session = try await gate.session(of: request)
-        // The caller's role and stores are read while the signature is checked and its nonce
-        // recorded (two round trips at once); they are used only if the signature holds.
-        async let access = users.access(session.subject)
+        // The caller's role and stores come with the token, in one statement
+        // (``AccessPrefetch``); they are used only if the signature holds.
+        let (session, prefetched) = try await AccessPrefetch.withPrefetch {
+            try await gate.session(of: request)
+        }
         var signedIn = try await gate.verify(
             request,
             body: body,
             scheme: context.scheme,
             session: session
         )
-        signedIn.access = try await access
+        if let prefetched, prefetched.subject == session.subject {
+            signedIn.access = prefetched.access
+        } else {
+            signedIn.access = try await users.access(session.subject)
+        }
         var context = context
         context.signedIn = signedIn
         context.logger[metadataKey: "subject"] = .string(signedIn.subject)
