@@ -142,7 +142,7 @@ extension StoreDatabase {
         defer { pool.releaseConnection(connection, logger: poolLogger) }
         var rows: [any SQLRow] = []
         for try await row in try await connection.execute(statement, logger: poolLogger) {
-            rows.append(row.sql())
+            rows.append(PostgresStatementRow(row))
         }
         return rows
     }
