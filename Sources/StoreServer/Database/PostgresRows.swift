@@ -28,7 +28,9 @@ struct PostgresStatementRow: SQLRow {
     }
 
     func decode<D: Decodable>(column: String, as type: D.Type) throws -> D {
-        guard cells.contains(column) else { return try row.sql().decode(column: column, as: D.self) }
+        guard cells.contains(column) else {
+            return try row.sql().decode(column: column, as: D.self)
+        }
         let cell = cells[column]
         // Our schema has no user-defined types, whose strings PostgresKit reads as names.
         if D.self == String.self, !cell.dataType.isUserDefined {
