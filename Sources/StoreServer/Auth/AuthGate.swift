@@ -59,14 +59,6 @@ final class AuthGate: Sendable {
         )
     }
 
-    /// Checks the bearer token and the signature of `request` over `body`.
-    func authenticate(_ request: Request, body: [UInt8], scheme: String) async throws(APIError)
-        -> SignedIn
-    {
-        let session = try await session(of: request)
-        return try await verify(request, body: body, scheme: scheme, session: session)
-    }
-
     /// The session of `request`'s bearer token (one read), before its signature is checked.
     func session(of request: Request) async throws(APIError) -> AuthSession {
         let now = clock.now()

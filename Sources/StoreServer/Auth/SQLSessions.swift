@@ -112,33 +112,11 @@ public final class SQLSessionStore: SessionStore {
         """
 
     /// See ``SessionStore/tokenWithSession(digest:)``: one statement, the token joined with
-    /// its session (each signed request reads both). Inside
-    /// ``AccessPrefetch/withPrefetch(_:)`` the same statement also reads the session's
-    /// user's role and stores, and leaves them in the prefetch: one round trip less for
-    /// every signed request.
+    /// its session (each signed request reads both) and the session's user with their
+    /// stores. Inside ``AccessPrefetch/withPrefetch(_:)`` (a signed request's gate) the
+    /// user's role and stores are left in the prefetch: the gate needs no statement of its
+    /// own for them.
     public func tokenWithSession(digest: String) async throws -> (TokenRecord, SessionRecord?)? {
-        if let prefetch = AccessPrefetch.current {
-            return try await tokenWithSession(digest: digest, access: prefetch)
-        }
-        guard
-            let row = try await database.rows(
-                PreparedStatements.TokenWithSession(digest: digest),
-                otherwise: """
-                    SELECT t.digest, t.session_id, t.kind, t.expires_at, t.rotated_at,
-                           s.id, s.subject, s.key_id, s.key_secret, s.created_at, s.revoked_at
-                    FROM auth_tokens t LEFT JOIN auth_sessions s ON s.id = t.session_id
-                    WHERE t.digest = \(bind: digest)
-                    """
-            ).first
-        else { return nil }
-        let token = try Self.token(row)
-        guard try row.optionalString("id") != nil else { return (token, nil) }
-        return (token, try Self.session(row))
-    }
-
-    private func tokenWithSession(digest: String, access prefetch: AccessPrefetch) async throws
-        -> (TokenRecord, SessionRecord?)?
-    {
         let rows = try await database.rows(
             PreparedStatements.TokenWithSessionAndAccess(digest: digest),
             otherwise: """
@@ -150,7 +128,9 @@ public final class SQLSessionStore: SessionStore {
         let token = try Self.token(row)
         guard try row.optionalString("id") != nil else { return (token, nil) }
         let session = try Self.session(row)
-        prefetch.set(try UserRepository.access(fromAccessRows: rows), of: session.subject)
+        if let prefetch = AccessPrefetch.current {
+            prefetch.set(try UserRepository.access(fromAccessRows: rows), of: session.subject)
+        }
         return (token, session)
     }
 

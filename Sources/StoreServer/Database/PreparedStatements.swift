@@ -15,29 +15,8 @@ enum PreparedStatements {
     /// with the SQLKit path.
     protocol Statement: PostgresPreparedStatement where Row == PostgresRow {}
 
-    /// The token with its session (``SQLSessionStore/tokenWithSession(digest:)``).
-    struct TokenWithSession: Statement {
-        static let name = "shopfloor_token_with_session_v1"
-        static let sql = """
-            SELECT t.digest, t.session_id, t.kind, t.expires_at, t.rotated_at,
-                   s.id, s.subject, s.key_id, s.key_secret, s.created_at, s.revoked_at
-            FROM auth_tokens t LEFT JOIN auth_sessions s ON s.id = t.session_id
-            WHERE t.digest = $1
-            """
-        var digest: String
-
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 1)
-            bindings.append(digest)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
-    }
-
     /// The token with its session and the session's user's role and stores, one row per
-    /// store (``SQLSessionStore/tokenWithSession(digest:)`` when a signed request's gate
-    /// asks for the caller's access too: ``AccessPrefetch``).
+    /// store (``SQLSessionStore/tokenWithSession(digest:)``).
     struct TokenWithSessionAndAccess: Statement {
         static let name = "shopfloor_token_with_session_and_access_v1"
         static let sql =
