@@ -11,7 +11,7 @@ struct SignedIn: Sendable {
     var sessionID: String
     var keyID: String
     /// What the user may see, read from the database for this request.
-    var access = Access(role: .associate, homeStoreID: nil, scope: .only([]))
+    var access = Access.nothing
 
     /// The stores the caller may see.
     var scope: StoreScope { access.scope }

@@ -39,6 +39,24 @@ struct Access: Sendable, Equatable {
     var role: Role
     var homeStoreID: UUID?
     var scope: StoreScope
+
+    /// What a user that no longer exists sees: nothing.
+    static let nothing = Access(role: .associate, homeStoreID: nil, scope: .only([]))
+
+    /// A user's access: every store for a role that sees them all, else `storeIDs`.
+    init(role: Role, homeStoreID: UUID?, storeIDs: [UUID]) {
+        self.init(
+            role: role,
+            homeStoreID: homeStoreID,
+            scope: role.seesEveryStore ? .everyStore : .only(storeIDs)
+        )
+    }
+
+    init(role: Role, homeStoreID: UUID?, scope: StoreScope) {
+        self.role = role
+        self.homeStoreID = homeStoreID
+        self.scope = scope
+    }
 }
 
 /// The `users` and `user_stores` tables.
@@ -82,12 +100,7 @@ struct UserRepository: Sendable {
                 if let store { users[users.count - 1].associate.storeIDs.append(store) }
                 continue
             }
-            let roleText = try row.string("role")
-            guard let role = Role(rawValue: roleText) else {
-                throw StoredDataError(
-                    "user \(username) has the unknown role '\(roleText.prefix(20))'"
-                )
-            }
+            let role = try Self.role(row.string("role"), of: username)
             users.append(
                 StoredUser(
                     associate: try Associate(
@@ -110,15 +123,20 @@ struct UserRepository: Sendable {
     /// What `username` may see: their role and stores, read on every request so a change
     /// takes effect at once. A user that no longer exists sees nothing.
     func access(_ username: String) async throws -> Access {
-        guard let user = try await user(username) else {
-            return Access(role: .associate, homeStoreID: nil, scope: .only([]))
-        }
-        let associate = user.associate
+        guard let associate = try await user(username)?.associate else { return .nothing }
         return Access(
             role: associate.role,
             homeStoreID: associate.homeStoreID,
-            scope: associate.role.seesEveryStore ? .everyStore : .only(associate.storeIDs)
+            storeIDs: associate.storeIDs
         )
+    }
+
+    /// A stored role, or a ``StoredDataError`` naming the user.
+    private static func role(_ text: String, of username: String) throws -> Role {
+        guard let role = Role(rawValue: text) else {
+            throw StoredDataError("user \(username) has the unknown role '\(text.prefix(20))'")
+        }
+        return role
     }
 
     /// The access of rows read with ``SQLSessionStore/tokenWithAccessSelect`` (`u_username`,
@@ -126,20 +144,16 @@ struct UserRepository: Sendable {
     /// user is gone, as ``access(_:)``.
     static func access(fromAccessRows rows: [any SQLRow]) throws -> Access {
         guard let first = rows.first, let username = try first.optionalString("u_username") else {
-            return Access(role: .associate, homeStoreID: nil, scope: .only([]))
+            return .nothing
         }
-        let roleText = try first.string("u_role")
-        guard let role = Role(rawValue: roleText) else {
-            throw StoredDataError("user \(username) has the unknown role '\(roleText.prefix(20))'")
-        }
-        let stores = try rows.compactMap {
-            try $0.optionalString("us_store_id").flatMap(UUID.init(uuidString:))
-        }
-        let home = try first.optionalString("u_home_store_id").flatMap(UUID.init(uuidString:))
         return Access(
-            role: role,
-            homeStoreID: home,
-            scope: role.seesEveryStore ? .everyStore : .only(stores)
+            role: try role(first.string("u_role"), of: username),
+            homeStoreID: try first.optionalString("u_home_store_id").flatMap(
+                UUID.init(uuidString:)
+            ),
+            storeIDs: try rows.compactMap {
+                try $0.optionalString("us_store_id").flatMap(UUID.init(uuidString:))
+            }
         )
     }
 
