@@ -4,6 +4,7 @@ internal import HTTPTypes
 internal import Hummingbird
 internal import Logging
 internal import Models
+internal import SQLKit
 
 /// Who made a signed request.
 struct SignedIn: Sendable {
@@ -24,6 +25,8 @@ final class AuthGate: Sendable {
     let verifier: SignatureVerifier
     let sessions: SQLSessionStore
     let nonces: SQLNonceStore
+    /// The signing keys of tokens that passed the gate (PostgreSQL).
+    let keys = SessionKeyCache()
     let logger: Logger
     /// The database's clock: the replay window, nonce expiry and token lifetimes are judged
     /// by it on every instance.
@@ -68,17 +71,87 @@ final class AuthGate: Sendable {
                 now: now
             )
         } catch {
-            if !error.isTransient {
-                logger.notice(
-                    "access token rejected",
-                    metadata: ["reason": "\(error.reason.rawValue)"]
-                )
-            }
-            throw APIError.auth(
-                error.problem,
-                headers: error.isTransient ? [(.retryAfter, "1")] : [(.wwwAuthenticate, "Bearer")]
-            )
+            throw rejected(error)
         }
+    }
+
+    /// A refused bearer token's answer (401 with `WWW-Authenticate`, or 503 when the store
+    /// failed), logged.
+    private func rejected(_ error: TokenRejection) -> APIError {
+        if !error.isTransient {
+            logger.notice("access token rejected", metadata: ["reason": "\(error.reason.rawValue)"])
+        }
+        return APIError.auth(
+            error.problem,
+            headers: error.isTransient ? [(.retryAfter, "1")] : [(.wwwAuthenticate, "Bearer")]
+        )
+    }
+
+    /// Keeps the session of `request`'s bearer token, which passed the gate, for
+    /// ``signedInWithCachedKey(_:body:scheme:)`` (PostgreSQL only: on SQLite the token's read
+    /// is a local one, and the nonce's write waits for the write lock).
+    func remember(_ session: AuthSession, of request: Request) {
+        guard sessions.database.kind == .postgres,
+            let token = try? TokenIssuer.bearerToken(request.headers[.authorization])
+        else { return }
+        keys.remember(session, digest: TokenIssuer.digest(token))
+    }
+
+    /// The caller of `request` when its token's session is in ``keys``: the signature is
+    /// checked with the cached key, then one statement records the nonce and reads the token,
+    /// its session and the user's access again (``TokenRecheck``), which are checked as
+    /// ``session(of:)`` and ``verify(_:body:scheme:session:)`` check them. Nil when the token
+    /// is not cached: the caller takes the two-statement way.
+    func signedInWithCachedKey(_ request: Request, body: [UInt8], scheme: String)
+        async throws(APIError) -> SignedIn?
+    {
+        guard let token = try? TokenIssuer.bearerToken(request.headers[.authorization]) else {
+            return nil
+        }
+        let digest = TokenIssuer.digest(token)
+        guard let cached = keys.session(digest: digest, now: clock.now()) else { return nil }
+        let recheck = TokenRecheck(digest: digest)
+        var signedIn: SignedIn
+        do {
+            signedIn = try await TokenRecheck.$current.withValue(recheck) {
+                try await verify(request, body: body, scheme: scheme, session: cached)
+            }
+        } catch let error as APIError {
+            throw error
+        } catch {
+            throw rejected(TokenRejection(reason: .unavailable, cause: error))
+        }
+        let now = clock.now()
+        do {
+            let rows: [any SQLRow]
+            if let read = recheck.rows {
+                rows = read
+            } else {
+                do {
+                    rows = try await sessions.tokenWithAccessRows(digest: digest)
+                } catch {
+                    throw TokenRejection(reason: .unavailable, cause: error)
+                }
+            }
+            let found: (TokenRecord, SessionRecord?)?
+            do {
+                found = try SQLSessionStore.tokenWithSession(fromRows: rows)
+                signedIn.access = try UserRepository.access(fromAccessRows: rows)
+            } catch {
+                throw TokenRejection(reason: .unavailable, cause: error)
+            }
+            guard let (record, session) = found else { throw TokenRejection(reason: .unknown) }
+            let current = try issuer.check(access: record, session: session, now: now)
+            guard current.id == cached.id, current.signingKey.id == cached.signingKey.id else {
+                throw TokenRejection(reason: .unknown)
+            }
+        } catch let error as TokenRejection {
+            if !error.isTransient { keys.forget(digest: digest) }
+            throw rejected(error)
+        } catch {
+            throw rejected(TokenRejection(reason: .unavailable, cause: error))
+        }
+        return signedIn
     }
 
     /// Checks the signature of `request` over `body` with `session`'s key and records its

@@ -101,15 +101,34 @@ public final class SQLSessionStore: SessionStore {
     /// The token, its session and the session's user with their stores: what a signed
     /// request's gate reads first (one row per store; the user's columns are NULL when the
     /// session or the user is gone).
-    static let tokenWithAccessSelect = """
-        SELECT t.digest, t.session_id, t.kind, t.expires_at, t.rotated_at,
-               s.id, s.subject, s.key_id, s.key_secret, s.created_at, s.revoked_at,
-               u.username AS u_username, u.role AS u_role, u.home_store_id AS u_home_store_id,
-               us.store_id AS us_store_id
-        FROM auth_tokens t LEFT JOIN auth_sessions s ON s.id = t.session_id
+    static let tokenWithAccessSelect =
+        "SELECT \(tokenWithAccessColumns) FROM auth_tokens t \(tokenWithAccessJoins)"
+
+    /// The columns of ``tokenWithAccessSelect`` (`t` the token).
+    static let tokenWithAccessColumns = """
+        t.digest, t.session_id, t.kind, t.expires_at, t.rotated_at,
+        s.id, s.subject, s.key_id, s.key_secret, s.created_at, s.revoked_at,
+        u.username AS u_username, u.role AS u_role, u.home_store_id AS u_home_store_id,
+        us.store_id AS us_store_id
+        """
+
+    /// The joins of ``tokenWithAccessSelect`` from the token `t`.
+    static let tokenWithAccessJoins = """
+        LEFT JOIN auth_sessions s ON s.id = t.session_id
         LEFT JOIN users u ON u.username = s.subject
         LEFT JOIN user_stores us ON us.username = u.username
         """
+
+    /// The token and its session in rows of ``tokenWithAccessColumns``; nil when there is no
+    /// token (no rows, or a row whose token columns are NULL), no session when it is gone.
+    static func tokenWithSession(fromRows rows: [any SQLRow]) throws
+        -> (TokenRecord, SessionRecord?)?
+    {
+        guard let row = rows.first, try row.optionalString("digest") != nil else { return nil }
+        let token = try Self.token(row)
+        guard try row.optionalString("id") != nil else { return (token, nil) }
+        return (token, try Self.session(row))
+    }
 
     /// See ``SessionStore/tokenWithSession(digest:)``: one statement, the token joined with
     /// its session (each signed request reads both) and the session's user with their
@@ -117,21 +136,24 @@ public final class SQLSessionStore: SessionStore {
     /// user's role and stores are left in the prefetch: the gate needs no statement of its
     /// own for them.
     public func tokenWithSession(digest: String) async throws -> (TokenRecord, SessionRecord?)? {
-        let rows = try await database.rows(
+        let rows = try await tokenWithAccessRows(digest: digest)
+        guard let (token, session) = try Self.tokenWithSession(fromRows: rows) else { return nil }
+        if let session, let prefetch = AccessPrefetch.current {
+            prefetch.set(try UserRepository.access(fromAccessRows: rows), of: session.subject)
+        }
+        return (token, session)
+    }
+
+    /// The token with `digest`, its session and the session's user with their stores, one
+    /// row per store (no rows without the token).
+    func tokenWithAccessRows(digest: String) async throws -> [any SQLRow] {
+        try await database.rows(
             PreparedStatements.TokenWithSessionAndAccess(digest: digest),
             otherwise: """
                 \(unsafeRaw: Self.tokenWithAccessSelect)
                 WHERE t.digest = \(bind: digest) ORDER BY us.store_id
                 """
         )
-        guard let row = rows.first else { return nil }
-        let token = try Self.token(row)
-        guard try row.optionalString("id") != nil else { return (token, nil) }
-        let session = try Self.session(row)
-        if let prefetch = AccessPrefetch.current {
-            prefetch.set(try UserRepository.access(fromAccessRows: rows), of: session.subject)
-        }
-        return (token, session)
     }
 
     /// See ``SessionStore/markRotated(digest:at:)``.
@@ -239,10 +261,25 @@ public final class SQLNonceStore: NonceStore {
             expiresAt: expiresAt,
             now: now
         )
+        let recheck = TokenRecheck.current
         for attempt in 0..<2 {
+            // A signed request whose key came from ``SessionKeyCache``: the same statement
+            // reads the token, its session and the user's access again (``TokenRecheck``).
+            // Nil inside a unit of work: the plain statement runs and the gate reads them itself.
+            var rows: [any SQLRow]?
+            if let recheck {
+                rows = try await database.prepared(
+                    PreparedStatements.RecordNonceReadingToken(
+                        record: statement,
+                        digest: recheck.digest
+                    )
+                )
+                if let rows { recheck.set(rows) }
+            }
             // One round trip: the floor, and the nonce recorded only when signed after it.
-            let row = try await database.rows(
-                statement,
+            if rows == nil {
+                rows = try await database.rows(
+                    statement,
                 otherwise: """
                     WITH floor AS (SELECT since FROM auth_replay_floor WHERE id = 1),
                     recorded AS (
@@ -254,8 +291,9 @@ public final class SQLNonceStore: NonceStore {
                         RETURNING 1 AS one)
                     SELECT (SELECT since FROM floor) AS since, (SELECT COUNT(*) FROM recorded) AS recorded
                     """
-            ).first
-            guard let row, let since = try row.optionalInt("since") else {
+                )
+            }
+            guard let row = rows?.first, let since = try row.optionalInt("since") else {
                 if attempt == 0 { try await setFloor() }
                 continue
             }

@@ -124,6 +124,14 @@ public struct AuthSession: Sendable {
     public var signingKey: SigningKey
     /// When the access token used expires.
     public var accessTokenExpiresAt: Date
+
+    /// A session as ``TokenIssuer/authenticate(accessToken:now:)`` returns it.
+    public init(id: String, subject: String, signingKey: SigningKey, accessTokenExpiresAt: Date) {
+        self.id = id
+        self.subject = subject
+        self.signingKey = signingKey
+        self.accessTokenExpiresAt = accessTokenExpiresAt
+    }
 }
 
 /// Why a bearer or refresh token was refused, or could not be checked.
@@ -412,11 +420,17 @@ public final class TokenIssuer: Sendable {
     public func authenticate(authorization: String?, now: Date = Date())
         async throws(TokenRejection) -> AuthSession
     {
+        try await authenticate(accessToken: Self.bearerToken(authorization), now: now)
+    }
+
+    /// The token of an `Authorization: Bearer <token>` header.
+    /// - Throws: ``TokenRejection`` `missing` without a header, `malformed` for another scheme.
+    public static func bearerToken(_ authorization: String?) throws(TokenRejection) -> String {
         guard let authorization else { throw TokenRejection(reason: .missing) }
         guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
             throw TokenRejection(reason: .malformed)
         }
-        return try await authenticate(accessToken: String(authorization.dropFirst(7)), now: now)
+        return String(authorization.dropFirst(7))
     }
 
     /// Checks an access token.
@@ -432,6 +446,16 @@ public final class TokenIssuer: Sendable {
         else {
             throw TokenRejection(reason: .unknown)
         }
+        return try check(access: record, session: found, now: now)
+    }
+
+    /// Checks a stored access token and its session (read by the caller, as
+    /// ``SessionStore/tokenWithSession(digest:)`` returns them) as ``authenticate(accessToken:now:)``
+    /// does: the token's kind and lifetime, the session's revocation and lifetime.
+    /// - Throws: ``TokenRejection`` → answer its ``TokenRejection/problem``.
+    public func check(access record: TokenRecord, session found: SessionRecord?, now: Date)
+        throws(TokenRejection) -> AuthSession
+    {
         guard record.kind == .access else { throw TokenRejection(reason: .malformed) }
         guard record.expiresAt > now else { throw TokenRejection(reason: .expired) }
         guard let session = found, session.revokedAt == nil
