@@ -7,7 +7,9 @@
 #   after:  token joined with its session, nonce INSERT into an UNLOGGED table together with
 #           the replay floor (one statement, no WAL, no flush), the user's role and stores;
 #   now:    the token joined with its session and the session's user and stores (the role
-#           and stores come with the token since the seventh session), the same nonce INSERT.
+#           and stores come with the token since the seventh session), the same nonce INSERT;
+#   cached: a token whose signing key the process already holds (SessionKeyCache, eighth
+#           session): one statement records the nonce and reads the token, session and access.
 # Prints pgbench's transactions (= signed requests) per second and mean latency, and how many
 # WAL flushes each run made. PGBENCH_SECONDS (default 6), PGBENCH_CLIENTS (default 8).
 set -euo pipefail
@@ -74,11 +76,15 @@ cat >"$work/now.sql" <<'SQL'
 SELECT t.digest, t.session_id, t.kind, t.expires_at, t.rotated_at, s.id, s.subject, s.key_id, s.key_secret, s.created_at, s.revoked_at, u.username AS u_username, u.role AS u_role, u.home_store_id AS u_home_store_id, us.store_id AS us_store_id FROM auth_tokens t LEFT JOIN auth_sessions s ON s.id = t.session_id LEFT JOIN users u ON u.username = s.subject LEFT JOIN user_stores us ON us.username = u.username WHERE t.digest = 'd1' ORDER BY us.store_id;
 WITH floor AS (SELECT since FROM auth_replay_floor WHERE id = 1), recorded AS (INSERT INTO auth_nonces (key_id, nonce, created, expires_at) SELECT 'k1', :client_id || '-' || :n, 1000, 1300 FROM floor WHERE floor.since <= 1000000 ON CONFLICT (key_id, nonce) DO UPDATE SET created = EXCLUDED.created, expires_at = EXCLUDED.expires_at WHERE auth_nonces.expires_at < 1000 RETURNING 1 AS one) SELECT (SELECT since FROM floor) AS since, (SELECT COUNT(*) FROM recorded) AS recorded;
 SQL
+cat >"$work/cached.sql" <<'SQL'
+\set n random(1, 1000000000)
+WITH floor AS (SELECT since FROM auth_replay_floor WHERE id = 1), recorded AS (INSERT INTO auth_nonces (key_id, nonce, created, expires_at) SELECT 'k1', :client_id || '-' || :n, 1000, 1300 FROM floor WHERE floor.since <= 1000000 ON CONFLICT (key_id, nonce) DO UPDATE SET created = EXCLUDED.created, expires_at = EXCLUDED.expires_at WHERE auth_nonces.expires_at < 1000 RETURNING 1 AS one) SELECT (SELECT since FROM floor) AS since, (SELECT COUNT(*) FROM recorded) AS recorded, t.digest, t.session_id, t.kind, t.expires_at, t.rotated_at, s.id, s.subject, s.key_id, s.key_secret, s.created_at, s.revoked_at, u.username AS u_username, u.role AS u_role, u.home_store_id AS u_home_store_id, us.store_id AS us_store_id FROM (SELECT 1 AS one) o LEFT JOIN auth_tokens t ON t.digest = 'd1' LEFT JOIN auth_sessions s ON s.id = t.session_id LEFT JOIN users u ON u.username = s.subject LEFT JOIN user_stores us ON us.username = u.username ORDER BY us.store_id;
+SQL
 echo "==> one signed GET's database work on PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}'), pgbench, $clients connections, ${seconds}s each, extended protocol; $(uptime | sed 's/.*load/load/')"
 # Alternating, twice, so a neighbour's burst on a shared machine shows as a spread; the last
 # rows are named prepared statements (parsed once per connection), as the server sends them:
-# the third session's set, and today's.
-for run in before:extended after:extended before:extended after:extended after:prepared now:prepared after:prepared now:prepared; do
+# the third session's set, the seventh's, and a request whose token's key is cached.
+for run in before:extended after:extended before:extended after:extended after:prepared now:prepared cached:prepared after:prepared now:prepared cached:prepared; do
   script=${run%%:*} protocol=${run##*:}
   "$pgbin/psql" "$db" -qAtc "SELECT pg_stat_reset_shared('wal')" >/dev/null
   out=$("$pgbin/pgbench" -n -M "$protocol" -c "$clients" -j 2 -T "$seconds" -f "$work/$script.sql" "$db" 2>&1)

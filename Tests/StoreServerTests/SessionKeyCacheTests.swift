@@ -75,7 +75,9 @@ struct SessionKeyCacheTests {
         let refused = try await Self.get(server, "/v1/me", directory: copy)
         #expect(refused.status == 401, "\(refused)")
         #expect(refused.headers["www-authenticate"] == "Bearer")
-        #expect(String(decoding: refused.body, as: UTF8.self).contains(AuthProblemType.invalidToken))
+        #expect(
+            String(decoding: refused.body, as: UTF8.self).contains(AuthProblemType.invalidToken)
+        )
     }
 
     @Test("a replay is refused with a known key", arguments: DatabaseKind.allCases)

@@ -280,17 +280,17 @@ public final class SQLNonceStore: NonceStore {
             if rows == nil {
                 rows = try await database.rows(
                     statement,
-                otherwise: """
-                    WITH floor AS (SELECT since FROM auth_replay_floor WHERE id = 1),
-                    recorded AS (
-                        INSERT INTO auth_nonces (key_id, nonce, created, expires_at)
-                        SELECT \(bind: keyID), \(bind: nonce), \(bind: created), \(bind: expiresAt)
-                        FROM floor WHERE floor.since <= \(bind: created * 1000)
-                        ON CONFLICT (key_id, nonce) DO UPDATE SET created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
-                        WHERE auth_nonces.expires_at < \(bind: now)
-                        RETURNING 1 AS one)
-                    SELECT (SELECT since FROM floor) AS since, (SELECT COUNT(*) FROM recorded) AS recorded
-                    """
+                    otherwise: """
+                        WITH floor AS (SELECT since FROM auth_replay_floor WHERE id = 1),
+                        recorded AS (
+                            INSERT INTO auth_nonces (key_id, nonce, created, expires_at)
+                            SELECT \(bind: keyID), \(bind: nonce), \(bind: created), \(bind: expiresAt)
+                            FROM floor WHERE floor.since <= \(bind: created * 1000)
+                            ON CONFLICT (key_id, nonce) DO UPDATE SET created = EXCLUDED.created, expires_at = EXCLUDED.expires_at
+                            WHERE auth_nonces.expires_at < \(bind: now)
+                            RETURNING 1 AS one)
+                        SELECT (SELECT since FROM floor) AS since, (SELECT COUNT(*) FROM recorded) AS recorded
+                        """
                 )
             }
             guard let row = rows?.first, let since = try row.optionalInt("since") else {
