@@ -95,7 +95,7 @@ struct UserRepository: Sendable {
         var users: [StoredUser] = []
         for row in rows {
             let username = try row.string("username")
-            let store = try row.optionalString("store_id").flatMap(UUID.init(uuidString:))
+            let store = try row.optionalString("store_id").flatMap(UUID.init(parsing:))
             if let last = users.last, last.associate.username == username {
                 if let store { users[users.count - 1].associate.storeIDs.append(store) }
                 continue
@@ -107,7 +107,7 @@ struct UserRepository: Sendable {
                         username: username,
                         displayName: row.string("display_name"),
                         homeStoreID: row.optionalString("home_store_id").flatMap(
-                            UUID.init(uuidString:)
+                            UUID.init(parsing:)
                         ),
                         role: role,
                         storeIDs: store.map { [$0] } ?? []
@@ -149,10 +149,10 @@ struct UserRepository: Sendable {
         return Access(
             role: try role(first.string("u_role"), of: username),
             homeStoreID: try first.optionalString("u_home_store_id").flatMap(
-                UUID.init(uuidString:)
+                UUID.init(parsing:)
             ),
             storeIDs: try rows.compactMap {
-                try $0.optionalString("us_store_id").flatMap(UUID.init(uuidString:))
+                try $0.optionalString("us_store_id").flatMap(UUID.init(parsing:))
             }
         )
     }

@@ -19,7 +19,7 @@ extension SQLRow {
 
     func uuid(_ column: String) throws -> UUID {
         let text = try string(column)
-        guard let id = UUID(uuidString: text) else {
+        guard let id = UUID(parsing: text) else {
             throw StoredDataError("column \(column) holds '\(text.prefix(40))', not a UUID")
         }
         return id

@@ -8,7 +8,7 @@ internal import Models
 enum Parse {
     /// A UUID path or query parameter.
     static func uuid(_ text: String, name: String) throws(APIError) -> UUID {
-        guard let id = UUID(uuidString: text) else {
+        guard let id = UUID(parsing: text) else {
             throw APIError.badRequest("\(name) is not a UUID: '\(text.prefix(40))'")
         }
         return id

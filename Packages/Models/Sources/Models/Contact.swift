@@ -124,6 +124,18 @@ public struct EmailAddress: Sendable, Hashable, Codable, CustomStringConvertible
 
     /// Validates and normalises `text` (surrounding whitespace trimmed).
     public init(_ text: String) throws(ValidationError) {
+        // Most addresses are ASCII: checked byte by byte, with the same rules and errors.
+        if let value = try Self.asciiValue(text) {
+            self.init(normalised: value)
+        } else {
+            try self.init(checking: text)
+        }
+    }
+
+    private init(normalised value: String) { self.value = value }
+
+    /// The rules of ``init(_:)`` on characters (any text).
+    init(checking text: String) throws(ValidationError) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         func bad(_ reason: String) -> ValidationError {
             ValidationError(
@@ -163,6 +175,73 @@ public struct EmailAddress: Sendable, Hashable, Codable, CustomStringConvertible
             })
         else { throw bad("has no valid domain (name.tld)") }
         value = "\(local)@\(domain)"
+    }
+
+    /// ``init(_:)``'s rules on ASCII bytes: the normalised address, or nil when `text` is not
+    /// ASCII (``init(checking:)`` then decides). Spaces and tabs are the ASCII whitespace
+    /// trimmed; ASCII letters and digits are the letters and numbers a domain allows.
+    static func asciiValue(_ text: String) throws(ValidationError) -> String? {
+        var text = text
+        return try text.withUTF8 { Self.asciiValue(bytes: $0) }?.get()
+    }
+
+    private static func asciiValue(bytes: UnsafeBufferPointer<UInt8>)
+        -> Result<String, ValidationError>?
+    {
+        guard !bytes.contains(where: { $0 >= 0x80 }) else { return nil }
+        return Result { () throws(ValidationError) -> String in
+            func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+            var start = 0
+            var end = bytes.count
+            while start < end, isSpace(bytes[start]) { start += 1 }
+            while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+            let trimmed = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            func bad(_ reason: String) -> ValidationError {
+                ValidationError(
+                    field: "email",
+                    code: .invalidFormat,
+                    reason: "\"\(String(decoding: trimmed, as: UTF8.self).prefix(60))\" \(reason)"
+                )
+            }
+            guard trimmed.count <= 254 else {
+                throw ValidationError(
+                    field: "email",
+                    code: .tooLong,
+                    reason: "is longer than 254 characters"
+                )
+            }
+            guard let at = trimmed.firstIndex(of: UInt8(ascii: "@")),
+                !trimmed[(at + 1)...].contains(UInt8(ascii: "@"))
+            else { throw bad("must contain exactly one @") }
+            let local = trimmed[..<at]
+            guard (1...64).contains(local.count) else {
+                throw bad("has a local part of 1 to 64 characters")
+            }
+            let forbidden = Array("<>()[]\\,;:\" ".utf8)
+            let dot = UInt8(ascii: ".")
+            guard
+                !local.contains(where: { forbidden.contains($0) || $0 < 0x20 || $0 == 0x7F }),
+                local.first != dot, local.last != dot,
+                !zip(local, local.dropFirst()).contains(where: { $0 == dot && $1 == dot })
+            else { throw bad("has a local part with forbidden characters or dots") }
+            var domain = Array(trimmed[(at + 1)...])
+            for index in domain.indices where (0x41...0x5A).contains(domain[index]) {
+                domain[index] += 0x20
+            }
+            let labels = domain.split(separator: dot, omittingEmptySubsequences: false)
+            let hyphen = UInt8(ascii: "-")
+            guard labels.count >= 2,
+                labels.allSatisfy({ label in
+                    (1...63).contains(label.count) && label.first != hyphen
+                        && label.last != hyphen
+                        && label.allSatisfy {
+                            $0 == hyphen || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0)
+                        }
+                })
+            else { throw bad("has no valid domain (name.tld)") }
+            return String(decoding: local, as: UTF8.self) + "@"
+                + String(decoding: domain, as: UTF8.self)
+        }
     }
 
     /// The address.
