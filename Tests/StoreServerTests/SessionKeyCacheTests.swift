@@ -13,18 +13,31 @@ struct SessionKeyCacheTests {
     static func get(_ server: TestServer, _ path: String, directory: URL) async throws
         -> RawHTTP.Reply
     {
-        let host = "\(server.url.host!):\(server.url.port!)"
-        return try await RawHTTP.send(
+        try await send(server, path, headers: signed(server, path, directory: directory))
+    }
+
+    /// The headers of a GET of `path` signed with the credentials in `directory`.
+    static func signed(_ server: TestServer, _ path: String, directory: URL) throws
+        -> [(String, String)]
+    {
+        try RawHTTP.signedHeaders(
+            directory: directory,
+            method: "GET",
+            host: "\(server.url.host!):\(server.url.port!)",
+            path: path
+        )
+    }
+
+    /// A raw GET of `path` with `headers`.
+    static func send(_ server: TestServer, _ path: String, headers: [(String, String)])
+        async throws -> RawHTTP.Reply
+    {
+        try await RawHTTP.send(
             port: server.url.port!,
             method: "GET",
             path: path,
-            host: host,
-            headers: try RawHTTP.signedHeaders(
-                directory: directory,
-                method: "GET",
-                host: host,
-                path: path
-            )
+            host: "\(server.url.host!):\(server.url.port!)",
+            headers: headers
         )
     }
 
@@ -86,21 +99,9 @@ struct SessionKeyCacheTests {
         defer { Task { await server.stop() } }
         let client = try await server.client(username: DemoData.username)
         #expect(try await Self.get(server, "/v1/me", directory: client.directory).status == 200)
-        let host = "\(server.url.host!):\(server.url.port!)"
-        let headers = try RawHTTP.signedHeaders(
-            directory: client.directory,
-            method: "GET",
-            host: host,
-            path: "/v1/me"
-        )
+        let headers = try Self.signed(server, "/v1/me", directory: client.directory)
         for expected in [true, false] {
-            let reply = try await RawHTTP.send(
-                port: server.url.port!,
-                method: "GET",
-                path: "/v1/me",
-                host: host,
-                headers: headers
-            )
+            let reply = try await Self.send(server, "/v1/me", headers: headers)
             #expect(reply.status == 200 || reply.refusesSignature, "\(reply)")
             #expect((reply.status == 200) == expected, "\(reply)")
         }
