@@ -91,25 +91,30 @@ final class AuthGate: Sendable {
     /// ``signedInWithCachedKey(_:body:scheme:)`` (PostgreSQL only: on SQLite the token's read
     /// is a local one, and the nonce's write waits for the write lock).
     func remember(_ session: AuthSession, of request: Request) {
+        guard let digest = cacheKey(of: request) else { return }
+        keys.remember(session, digest: digest)
+    }
+
+    /// The digest of `request`'s bearer token, under which ``keys`` keeps its session; nil on
+    /// SQLite or without a bearer token.
+    private func cacheKey(of request: Request) -> String? {
         guard sessions.database.kind == .postgres,
             let token = try? TokenIssuer.bearerToken(request.headers[.authorization])
-        else { return }
-        keys.remember(session, digest: TokenIssuer.digest(token))
+        else { return nil }
+        return TokenIssuer.digest(token)
     }
 
     /// The caller of `request` when its token's session is in ``keys``: the signature is
     /// checked with the cached key, then one statement records the nonce and reads the token,
     /// its session and the user's access again (``TokenRecheck``), which are checked as
     /// ``session(of:)`` and ``verify(_:body:scheme:session:)`` check them. Nil when the token
-    /// is not cached: the caller takes the two-statement way.
+    /// is not cached (always on SQLite): the caller takes the two-statement way.
     func signedInWithCachedKey(_ request: Request, body: [UInt8], scheme: String)
         async throws(APIError) -> SignedIn?
     {
-        guard let token = try? TokenIssuer.bearerToken(request.headers[.authorization]) else {
-            return nil
-        }
-        let digest = TokenIssuer.digest(token)
-        guard let cached = keys.session(digest: digest, now: clock.now()) else { return nil }
+        guard let digest = cacheKey(of: request),
+            let cached = keys.session(digest: digest, now: clock.now())
+        else { return nil }
         let recheck = TokenRecheck(digest: digest)
         var signedIn: SignedIn
         do {
