@@ -15,7 +15,7 @@ BIN_PATH = $$($(SWIFT) build $(RELEASE) --show-bin-path)
 # (same names and directories), so `make test` builds one graph: each dependency once.
 PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/Package.swift))))
 # Where a test suite runs is decided here, and only here. Every test target runs in one
-# `swift test` process, where Swift Testing runs suites in parallel: a suite whose tests must
+# test process (the built bundle, ShopfloorPackageTests.xctest), where Swift Testing runs suites in parallel: a suite whose tests must
 # not overlap says `.serialized`, and every child process starts through ChildProcesses
 # (Packages/ChildProcesses), which waits without holding a thread. A target is listed here,
 # to run in a process of its own after that one, only with its reason:
@@ -31,8 +31,7 @@ PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/P
 #   from one address at a server at its cap; beside the other suites' in-process servers
 #   their requests timed out (CI, 2026-11-27).
 OWN_PROCESS_TESTS := IntegrationTests ImageCacheTests AuthTests SuiteClientTests StoreServerTests.ConnectionLimitTests
-# Run in a process of their own at the same time as the shared one (started from the test
-# bundle itself: `swift test` holds the build directory's lock, so two cannot run at once):
+# Run in a process of their own at the same time as the shared one:
 # - ScannerTests: decoding and OCR are half a minute of synchronous CPU work on the
 #   concurrency pool's two threads (with Scanner's pixel loops optimised in debug builds
 #   too; see Packages/Scanner/Package.swift); in the shared process they would hold both,
@@ -72,30 +71,47 @@ build: deps ## release build of the five apps only, Swift runtime linked statica
 	@bash scripts/check-start-libraries.sh "$(BIN_PATH)"
 	@echo "binaries in $(BIN_PATH)"
 
+# The barcode fixture sets ScannerTests read (scripts/fixtures: ImageMagick, about a minute
+# of CPU on a new machine, cached per machine after that) are generated beside the build, at
+# a lower priority, in the cores the build leaves idle while it links and emits modules;
+# generated inside the test phase they held ScannerTests half a minute past the shared
+# process. A set that fails here is generated again, with its error, by ScannerTests.
+FIXTURE_SETS := scripts/fixtures/degraded-barcodes.py scripts/fixtures/rotated-barcodes.py
+
 test: deps ## build everything once, then run every test suite (make test-run)
 	@echo "==> scripts/check-test-mirror.py: the root's copies of the packages' test targets"
 	@python3 scripts/check-test-mirror.py
-	@echo "==> swift build --build-tests: the apps, every package and all their tests, one graph"
-	$(SWIFT) build --build-tests
+	@mkdir -p .build; \
+	echo "==> the barcode fixture sets, beside the build (once per machine; log in .build/fixtures.log)"; \
+	( for set in $(FIXTURE_SETS); do nice -n 10 python3 "$$set" || exit 1; done ) \
+	  > .build/fixtures.log 2>&1 & fixtures=$$!; \
+	echo "==> swift build --build-tests: the apps, every package and all their tests, one graph"; \
+	$(SWIFT) build --build-tests || { kill $$fixtures 2>/dev/null; wait $$fixtures; exit 1; }; \
+	wait $$fixtures || echo "warning: the barcode fixture sets were not generated (.build/fixtures.log); ScannerTests will try again" >&2
 	@$(MAKE) --no-print-directory test-run
 
+# Every test process runs the built bundle itself, as `swift test --skip-build` would (that
+# reloads the package graph first: 3 s a process), and like it in a process group of its own
+# (`set -m`): in the caller's group, which may be orphaned (a CI job whose starter has
+# exited), the kernel discards SIGTSTP, and the tests that stop a child would wait in vain.
 test-run: ## the test phase of make test on what is built: the suites in one process (BESIDE_TESTS beside it), then OWN_PROCESS_TESTS each alone
-	@failed=(); beside=(); \
+	@set -m; failed=(); beside=(); bundle="$(TEST_BUNDLE)"; \
+	if [[ ! -x "$$bundle" ]]; then echo "error: $$bundle is not built: run make test (or swift build --build-tests)" >&2; exit 1; fi; \
 	for t in $(BESIDE_TESTS); do \
 	  echo "==> $$t, in a process of its own beside the shared one (its output when both end)"; \
-	  "$(TEST_BUNDLE)" --testing-library swift-testing --filter "^$$t\." > ".build/$$t.log" 2>&1 & \
+	  "$$bundle" --testing-library swift-testing --filter "^$$t\." > ".build/$$t.log" 2>&1 & \
 	  beside+=("$$t:$$!"); \
 	done; \
-	echo "==> swift test: every test target but $(OWN_PROCESS_TESTS) $(BESIDE_TESTS), in one process"; \
-	$(SWIFT) test --skip-build --disable-xctest \
+	echo "==> every test target but $(OWN_PROCESS_TESTS) $(BESIDE_TESTS), in one process"; \
+	"$$bundle" --testing-library swift-testing \
 	  --skip '^($(subst $(space),|,$(OWN_PROCESS_TESTS) $(BESIDE_TESTS)))[./]' || failed+=("the shared process"); \
 	for entry in "$${beside[@]}"; do \
 	  wait "$${entry#*:}" || failed+=("$${entry%%:*}"); \
 	  echo "==> $${entry%%:*}:"; cat ".build/$${entry%%:*}.log"; \
 	done; \
 	for t in $(OWN_PROCESS_TESTS); do \
-	  echo "==> swift test: $$t, in a process of its own"; \
-	  $(SWIFT) test --skip-build --disable-xctest --filter "^$$t[./]" || failed+=("$$t"); \
+	  echo "==> $$t, in a process of its own"; \
+	  "$$bundle" --testing-library swift-testing --filter "^$$t[./]" || failed+=("$$t"); \
 	done; \
 	echo "==> Tests/Rig/run.sh: make install's files, the unit, libcurl, and the namespace rig (https, HAProxy, PostgreSQL)"; \
 	bash Tests/Rig/run.sh "$$($(SWIFT) build --show-bin-path)" || failed+=("deployment (Tests/Rig)"); \
