@@ -127,24 +127,19 @@ final class AuthGate: Sendable {
             throw rejected(TokenRejection(reason: .unavailable, cause: error))
         }
         let now = clock.now()
+        // A database error or an unreadable row below is `unavailable` (the generic catch):
+        // transient, so the key stays cached and the client's retry may succeed.
         do {
+            // The nonce store reads the rows in its statement; one that did not (a store
+            // without the combined statement) leaves them to a read of their own.
             let rows: [any SQLRow]
             if let read = recheck.rows {
                 rows = read
             } else {
-                do {
-                    rows = try await sessions.tokenWithAccessRows(digest: digest)
-                } catch {
-                    throw TokenRejection(reason: .unavailable, cause: error)
-                }
+                rows = try await sessions.tokenWithAccessRows(digest: digest)
             }
-            let found: (TokenRecord, SessionRecord?)?
-            do {
-                found = try SQLSessionStore.tokenWithSession(fromRows: rows)
-                signedIn.access = try UserRepository.access(fromAccessRows: rows)
-            } catch {
-                throw TokenRejection(reason: .unavailable, cause: error)
-            }
+            let found = try SQLSessionStore.tokenWithSession(fromRows: rows)
+            signedIn.access = try UserRepository.access(fromAccessRows: rows)
             guard let (record, session) = found else { throw TokenRejection(reason: .unknown) }
             let current = try issuer.check(access: record, session: session, now: now)
             guard current.id == cached.id, current.signingKey.id == cached.signingKey.id else {

@@ -9,10 +9,7 @@ extension RegionSearch {
     /// The symbologies worth asking for on a region that looks like bars: 1D codes and
     /// PDF417 (whose rows look like bars).
     var barSymbologies: Set<Symbology> {
-        options.symbologies.filter {
-            $0.isLinear
-                || ($0 == .pdf417 && ProcessInfo.processInfo.environment["SCANNER_NOPDF"] == nil)
-        }
+        options.symbologies.filter { $0.isLinear || $0 == .pdf417 }
     }
 
     func zxingPass() -> ZXingEngine.Pass { ZXingEngine.Pass(searching: options) }
@@ -257,8 +254,7 @@ extension RegionSearch {
                     maximumSymbols: options.maximumSymbols,
                     transform: transform
                 ) ?? []
-            if found.isEmpty, ProcessInfo.processInfo.environment["SCANNER_NOZBAR"] == nil,
-                let lines = stage.zbar, ZBarEngine.supports(any: stage.symbologies)
+            if found.isEmpty, let lines = stage.zbar, ZBarEngine.supports(any: stage.symbologies)
             {
                 found = ZBarEngine.read(
                     image,
