@@ -254,8 +254,7 @@ extension RegionSearch {
                     maximumSymbols: options.maximumSymbols,
                     transform: transform
                 ) ?? []
-            if found.isEmpty, let lines = stage.zbar, ZBarEngine.supports(any: stage.symbologies)
-            {
+            if found.isEmpty, let lines = stage.zbar, ZBarEngine.supports(any: stage.symbologies) {
                 found = ZBarEngine.read(
                     image,
                     symbologies: stage.symbologies,
