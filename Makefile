@@ -71,25 +71,41 @@ build: deps ## release build of the five apps only, Swift runtime linked statica
 	@bash scripts/check-start-libraries.sh "$(BIN_PATH)"
 	@echo "binaries in $(BIN_PATH)"
 
-# The barcode fixture sets ScannerTests read (scripts/fixtures: ImageMagick, about a minute
-# of CPU on a new machine, cached per machine after that) are generated beside the build, at
-# a lower priority, in the cores the build leaves idle while it links and emits modules;
-# generated inside the test phase they held ScannerTests half a minute past the shared
-# process. A set that fails here is generated again, with its error, by ScannerTests.
+# Beside the build, in the cores it leaves idle or at a lower priority than what it shares
+# them with:
+# - the barcode fixture sets ScannerTests read (scripts/fixtures: ImageMagick, about a minute
+#   of CPU on a new machine, cached per machine after that), generated at a lower priority
+#   from the start; generated inside the test phase they held ScannerTests half a minute past
+#   the shared process. A set that fails here is generated again, with its error, by
+#   ScannerTests.
+# - the deployment rig (Tests/Rig/run.sh: about a minute, mostly waiting on namespaces,
+#   HAProxy and PostgreSQL), once the apps are built, while the tests compile at a lower
+#   priority than the rig's processes (it passed so in 85 s, against 57 s for compiling the
+#   tests and about 60 s for the rig one after the other). The suites start after the rig
+#   ends, so no timed test meets it.
 FIXTURE_SETS := scripts/fixtures/degraded-barcodes.py scripts/fixtures/rotated-barcodes.py
 
 test: deps ## build everything once, then run every test suite (make test-run)
 	@echo "==> scripts/check-test-mirror.py: the root's copies of the packages' test targets"
 	@python3 scripts/check-test-mirror.py
-	@mkdir -p .build; \
+	@mkdir -p .build; set -m; rm -f .build/rig.status; \
 	echo "==> the barcode fixture sets, beside the build (once per machine; log in .build/fixtures.log)"; \
 	( for set in $(FIXTURE_SETS); do nice -n 10 python3 "$$set" || exit 1; done ) \
 	  > .build/fixtures.log 2>&1 & fixtures=$$!; \
-	echo "==> swift build --build-tests: the apps, every package and all their tests, one graph"; \
-	$(SWIFT) build --build-tests || { kill $$fixtures 2>/dev/null; wait $$fixtures; exit 1; }; \
-	wait $$fixtures || echo "warning: the barcode fixture sets were not generated (.build/fixtures.log); ScannerTests will try again" >&2
-	@$(MAKE) --no-print-directory test-run
+	echo "==> swift build: the apps, every package and the test helpers, one graph"; \
+	$(SWIFT) build || { kill $$fixtures 2>/dev/null; wait $$fixtures; exit 1; }; \
+	echo "==> Tests/Rig/run.sh beside the build of the tests (its output after the suites)"; \
+	( status=0; bash Tests/Rig/run.sh "$$($(SWIFT) build --show-bin-path)" || status=$$?; \
+	  echo "$$status" > .build/rig.status ) \
+	  > .build/rig.log 2>&1 & rig=$$!; \
+	echo "==> swift build --build-tests: every test target, at a lower priority than the rig"; \
+	nice -n 10 $(SWIFT) build --build-tests || { wait $$rig $$fixtures; exit 1; }; \
+	wait $$fixtures || echo "warning: the barcode fixture sets were not generated (.build/fixtures.log); ScannerTests will try again" >&2; \
+	wait $$rig
+	@$(MAKE) --no-print-directory test-run RIG_STATUS=.build/rig.status
 
+# RIG_STATUS: a file holding the exit status of a rig run already made (make test runs the
+# rig beside its build); without it, test-run runs the rig last.
 # Every test process runs the built bundle itself, as `swift test --skip-build` would (that
 # reloads the package graph first: 3 s a process), and like it in a process group of its own
 # (`set -m`): in the caller's group, which may be orphaned (a CI job whose starter has
@@ -114,7 +130,12 @@ test-run: ## the test phase of make test on what is built: the suites in one pro
 	  "$$bundle" --testing-library swift-testing --filter "^$$t[./]" || failed+=("$$t"); \
 	done; \
 	echo "==> Tests/Rig/run.sh: make install's files, the unit, libcurl, and the namespace rig (https, HAProxy, PostgreSQL)"; \
-	bash Tests/Rig/run.sh "$$($(SWIFT) build --show-bin-path)" || failed+=("deployment (Tests/Rig)"); \
+	if [[ -n "$(RIG_STATUS)" ]]; then \
+	  echo "(it ran beside the build of the tests: .build/rig.log)"; cat .build/rig.log; \
+	  [[ "$$(cat "$(RIG_STATUS)" 2>/dev/null)" == 0 ]] || failed+=("deployment (Tests/Rig)"); \
+	else \
+	  bash Tests/Rig/run.sh "$$($(SWIFT) build --show-bin-path)" || failed+=("deployment (Tests/Rig)"); \
+	fi; \
 	if (( $${#failed[@]} )); then echo "error: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
 	echo "all test suites passed, the deployment tests too"
 
