@@ -14,11 +14,12 @@ BIN_PATH = $$($(SWIFT) build $(RELEASE) --show-bin-path)
 # The capability packages under Packages/. The root package owns their test targets too
 # (same names and directories), so `make test` builds one graph: each dependency once.
 PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/Package.swift))))
-# Where a test suite runs is decided here, and only here. Every test target runs in one
-# test process (the built bundle, ShopfloorPackageTests.xctest), where Swift Testing runs suites in parallel: a suite whose tests must
-# not overlap says `.serialized`, and every child process starts through ChildProcesses
-# (Packages/ChildProcesses), which waits without holding a thread. A target is listed here,
-# to run in a process of its own after that one, only with its reason:
+# Where a test suite runs is decided here, and only here. Every test target runs in one test
+# process (the built bundle, ShopfloorPackageTests.xctest), where Swift Testing runs suites
+# in parallel: a suite whose tests must not overlap says `.serialized`, and every child
+# process starts through ChildProcesses (Packages/ChildProcesses), which waits without
+# holding a thread. A target is listed here, to run in a process of its own after that one,
+# only with its reason:
 # - AuthTests and SuiteClientTests: their tests time deadlines, retries and cancellation to
 #   the tenth of a second (`elapsed < 0.8`); beside the integration tests' dozens of child
 #   processes such a time measures the CPU contention too.
@@ -104,8 +105,9 @@ test: deps ## build everything once, then run every test suite (make test-run)
 	wait $$rig
 	@$(MAKE) --no-print-directory test-run RIG_STATUS=.build/rig.status
 
-# RIG_STATUS: a file holding the exit status of a rig run already made (make test runs the
-# rig beside its build); without it, test-run runs the rig last.
+# RIG_STATUS: a file holding the exit status of a rig run already made, its output beside it
+# in the same name ending .log (make test runs the rig beside its build); without it,
+# test-run runs the rig last.
 # Every test process runs the built bundle itself, as `swift test --skip-build` would (that
 # reloads the package graph first: 3 s a process), and like it in a process group of its own
 # (`set -m`): in the caller's group, which may be orphaned (a CI job whose starter has
@@ -131,7 +133,8 @@ test-run: ## the test phase of make test on what is built: the suites in one pro
 	done; \
 	echo "==> Tests/Rig/run.sh: make install's files, the unit, libcurl, and the namespace rig (https, HAProxy, PostgreSQL)"; \
 	if [[ -n "$(RIG_STATUS)" ]]; then \
-	  echo "(it ran beside the build of the tests: .build/rig.log)"; cat .build/rig.log; \
+	  echo "(it ran beside the build of the tests: $(basename $(RIG_STATUS)).log)"; \
+	  cat "$(basename $(RIG_STATUS)).log"; \
 	  [[ "$$(cat "$(RIG_STATUS)" 2>/dev/null)" == 0 ]] || failed+=("deployment (Tests/Rig)"); \
 	else \
 	  bash Tests/Rig/run.sh "$$($(SWIFT) build --show-bin-path)" || failed+=("deployment (Tests/Rig)"); \
