@@ -130,8 +130,8 @@ final class AuthGate: Sendable {
         // A database error or an unreadable row below is `unavailable` (the generic catch):
         // transient, so the key stays cached and the client's retry may succeed.
         do {
-            // The nonce store reads the rows in its statement; one that did not (a store
-            // without the combined statement) leaves them to a read of their own.
+            // The nonce store reads the rows in its statement; inside a unit of work, where
+            // no prepared statement runs, it records the nonce alone and they are read here.
             let rows: [any SQLRow]
             if let read = recheck.rows {
                 rows = read
