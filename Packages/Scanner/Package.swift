@@ -43,10 +43,9 @@ let package = Package(
         .package(path: "../PNG"),
     ],
     targets: [
-        // libzbar, through its own header.
+        // libzbar, through its own header, linked from its static archive (see the module map).
         .systemLibrary(
             name: "CZBar",
-            pkgConfig: "zbar",
             providers: [.apt(["libzbar-dev"])]
         ),
         // Tesseract's C API (OCR), through its own header.
