@@ -1,9 +1,12 @@
 internal import Foundation
 internal import Synchronization
 
-/// One connect probe per client, started by the first request and shared by every request
-/// of the command (see ``ConnectProbe``). Waiting is cancellable: a request that finishes
-/// first never waits for the probe.
+/// Whether the server could be connected to, once per client and shared by every request of
+/// the command. Over URLSession a connect probe finds out, started by the first wait (see
+/// ``ConnectProbe``); over ``SocketTransport`` the requests' own connections do, which keep
+/// the connect timeout themselves and ``report(_:)`` what the first one found, so no
+/// connection is opened for the probe alone. Waiting is cancellable: a request that finishes
+/// first never waits.
 final class Reachability: Sendable {
     private enum State {
         case idle
@@ -15,16 +18,21 @@ final class Reachability: Sendable {
     private let port: Int
     private let timeout: Duration
     private let enabled: Bool
+    private let reportedByRequests: Bool
     private let state = Mutex<State>(.idle)
     private let nextWaiter = Atomic<Int>(0)
 
-    /// - Parameter enabled: false when a proxy is configured (the server's address is then
-    ///   not the one to connect to); every wait then answers `reachable`.
-    init(host: String, port: Int, timeout: Duration, enabled: Bool) {
+    /// - Parameters:
+    ///   - enabled: false when a proxy is configured (the server's address is then not the
+    ///     one to connect to); every wait then answers `reachable`.
+    ///   - reportedByRequests: true when every request's transport keeps the connect timeout
+    ///     and reports its connection (``SocketTransport``): no probe is started.
+    init(host: String, port: Int, timeout: Duration, enabled: Bool, reportedByRequests: Bool) {
         self.host = host
         self.port = port
         self.timeout = timeout
         self.enabled = enabled
+        self.reportedByRequests = reportedByRequests
     }
 
     /// The probe's outcome once known; nil when the calling task is cancelled first.
@@ -42,7 +50,7 @@ final class Reachability: Sendable {
                         return .resume(outcome)
                     case .idle:
                         state = .probing([id: continuation])
-                        return .start
+                        return reportedByRequests ? .none : .start
                     case .probing(var waiters):
                         waiters[id] = continuation
                         state = .probing(waiters)
@@ -75,17 +83,29 @@ final class Reachability: Sendable {
         }
     }
 
+    /// Records what a connection to the server found; the first outcome stays (as the
+    /// probe's would), later ones are ignored.
+    func report(_ outcome: ConnectProbe.Outcome) {
+        let waiters: [CheckedContinuation<ConnectProbe.Outcome?, Never>] = state.withLock {
+            state in
+            switch state {
+            case .done:
+                return []
+            case .idle:
+                state = .done(outcome)
+                return []
+            case .probing(let waiters):
+                state = .done(outcome)
+                return Array(waiters.values)
+            }
+        }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+
     private func start() {
         let (host, port, timeout) = (self.host, self.port, self.timeout)
         Task.detached { [self] in
-            let outcome = await ConnectProbe.run(host: host, port: port, timeout: timeout)
-            let waiters: [CheckedContinuation<ConnectProbe.Outcome?, Never>] = state.withLock {
-                state in
-                defer { state = .done(outcome) }
-                if case .probing(let waiters) = state { return Array(waiters.values) }
-                return []
-            }
-            for waiter in waiters { waiter.resume(returning: outcome) }
+            report(await ConnectProbe.run(host: host, port: port, timeout: timeout))
         }
     }
 

@@ -184,7 +184,8 @@ extension SuiteClient {
     }
 
     /// One reservation by id or code; offline, the kept copy (found by id or code among
-    /// every reservation kept from earlier lists and lookups).
+    /// every reservation kept from earlier lists and lookups). Kept once, under its code
+    /// (``keptKey(_:)``), however it was asked for.
     public func reservation(_ reference: ReservationReference) async throws(SuiteClientError)
         -> Fetched<ReservationDetail>
     {
@@ -194,14 +195,12 @@ extension SuiteClient {
         case .code(let code): path = "/v1/reservations/by-code/\(code.description)"
         }
         do {
-            let fetched = try await get(
+            return try await get(
                 path,
                 as: ReservationDetail.self,
                 cacheNamespace: Self.reservationNamespace,
                 what: "reservation \(reference)"
-            )
-            if !fetched.isFromCache, case .code = reference { keep([fetched.value]) }
-            return fetched
+            ) { detail in keptKey(detail) }
         } catch {
             switch error.code {
             case .notFound:
@@ -351,17 +350,24 @@ extension SuiteClient {
         )
     }
 
-    /// Keeps each reservation for offline lookups by id (and code, by a local match).
+    /// Where a reservation is kept: the key of its lookup by code, the one counters make
+    /// (a code read off a confirmation), so an offline `show CODE` reads one entry, and the
+    /// latest copy (a check-in's answer replaces the lookup's). A lookup by id offline finds
+    /// it among the kept reservations.
+    func keptKey(_ detail: ReservationDetail) -> ResponseKey {
+        let code = detail.reservation.confirmationCode.description
+        return cacheKey(
+            namespace: Self.reservationNamespace,
+            request: request(path: "/v1/reservations/by-code/\(code)")
+        )
+    }
+
+    /// Keeps each reservation for offline lookups (under ``keptKey(_:)``).
     func keep(_ details: [ReservationDetail]) {
         let encoder = ModelsJSON.makeEncoder()
         for detail in details {
-            let request = request(path: "/v1/reservations/\(detail.id.uuidString)")
             guard let body = try? encoder.encode(detail) else { continue }
-            try? cache.write(
-                cacheKey(namespace: Self.reservationNamespace, request: request),
-                body: body,
-                etag: "\"\(detail.reservation.version)\""
-            )
+            try? cache.write(keptKey(detail), body: body, etag: "\"\(detail.reservation.version)\"")
         }
     }
 

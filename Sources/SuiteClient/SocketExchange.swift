@@ -74,6 +74,8 @@ final class SocketExchange: Sendable {
         bytes: [UInt8],
         noBody: Bool,
         deadline: ContinuousClock.Instant,
+        connectTimeout: Duration?,
+        onConnect: (@Sendable (ConnectProbe.Outcome) -> Void)?,
         maxBodyBytes: Int,
         path: String
     ) -> Result<(Data, HTTPURLResponse), AuthError> {
@@ -106,7 +108,15 @@ final class SocketExchange: Sendable {
             )
         }
 
-        // Connect: each address of the host in turn.
+        // Connect: each address of the host in turn, all within the connect timeout. What
+        // the attempt found is reported as a connect probe would find it.
+        func unreachable(_ reason: String, errno number: Int32? = nil)
+            -> Result<(Data, HTTPURLResponse), AuthError>
+        {
+            onConnect?(.unreachable(reason))
+            return failure(.transport, "request to \(path) failed: \(reason)", errno: number)
+        }
+        let connectEnd = connectTimeout.map { min(deadline, ContinuousClock.now + $0) } ?? deadline
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -114,10 +124,7 @@ final class SocketExchange: Sendable {
         let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         let status = getaddrinfo(bare, String(port), &hints, &list)
         guard status == 0, let first = list else {
-            return failure(
-                .transport,
-                "request to \(path) failed: cannot resolve \(host): \(String(cString: gai_strerror(status)))"
-            )
+            return unreachable("cannot resolve \(host): \(String(cString: gai_strerror(status)))")
         }
         defer { freeaddrinfo(first) }
         var fd: Int32 = -1
@@ -161,9 +168,12 @@ final class SocketExchange: Sendable {
                 close(candidate)
                 continue
             }
-            let waited = wait(candidate, for: Int32(POLLOUT), until: deadline)
+            let waited = wait(candidate, for: Int32(POLLOUT), until: connectEnd)
             guard waited == .ready else {
                 close(candidate)
+                if waited == .deadline, connectEnd < deadline, let connectTimeout {
+                    return unreachable("no answer within \(ConnectProbe.describe(connectTimeout))")
+                }
                 return stopped(waited)
             }
             var error: Int32 = 0
@@ -176,8 +186,14 @@ final class SocketExchange: Sendable {
                 close(candidate)
             }
         }
-        if fd < 0, let refusal { return failure(.untrustedServer, refusal) }
-        guard fd >= 0 else { return broken(lastError) }
+        if fd < 0, let refusal {
+            onConnect?(.reachable)  // a connection opened; its listener is not trusted
+            return failure(.untrustedServer, refusal)
+        }
+        guard fd >= 0 else {
+            return unreachable(String(cString: strerror(lastError)).lowercased(), errno: lastError)
+        }
+        onConnect?(.reachable)
         defer { close(fd) }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))

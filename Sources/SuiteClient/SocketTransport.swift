@@ -20,7 +20,8 @@ internal import Synchronization
 /// - the call's `deadline` bounds every byte it reads: a server that accepts and never
 ///   answers, answers a byte at a time, or never stops sending (interim answers, trailers);
 /// - cancelling the calling task ends it at once with `cancelled`;
-/// - a connection that cannot be opened or breaks is `transport` (Auth retries those);
+/// - a connection that cannot be opened (within the connect timeout, when one is given) or
+///   breaks is `transport` (Auth retries those);
 /// - a body longer than `maxBodyBytes` (by `Content-Length`, or as it arrives) is
 ///   `invalidResponse`, as are a malformed status line or headers, headers over 64 KiB or
 ///   over 200 fields, or more than 16 interim answers;
@@ -39,8 +40,28 @@ public struct SocketTransport: AuthHTTPTransport {
     /// suite's server never chains them).
     static let maxRedirects = 10
 
-    /// A transport.
-    public init() {}
+    /// How long opening a connection may take (every address of the host together), or nil
+    /// for the call's whole deadline.
+    let connectTimeout: Duration?
+    /// Told what each connection attempt found: opened, or why not (SuiteClient's
+    /// ``Reachability``, which then needs no probe connection of its own).
+    let onConnect: (@Sendable (ConnectProbe.Outcome) -> Void)?
+
+    /// A transport whose connections may take the call's whole deadline to open.
+    public init() {
+        connectTimeout = nil
+        onConnect = nil
+    }
+
+    /// A transport that gives up opening a connection after `connectTimeout` and tells
+    /// `onConnect` what each attempt found.
+    init(
+        connectTimeout: Duration,
+        onConnect: @escaping @Sendable (ConnectProbe.Outcome) -> Void
+    ) {
+        self.connectTimeout = connectTimeout
+        self.onConnect = onConnect
+    }
 
     /// Whether this transport serves `url`: plain http (to any host).
     public static func serves(_ url: URL?) -> Bool {
@@ -140,6 +161,7 @@ public struct SocketTransport: AuthHTTPTransport {
         let body = request.httpBody ?? Data()
         let exchange = SocketExchange()
         let port = url.port ?? 80
+        let (connectTimeout, onConnect) = (self.connectTimeout, self.onConnect)
         let result: Result<(Data, HTTPURLResponse), AuthError> = await withTaskCancellationHandler {
             await withCheckedContinuation {
                 (
@@ -156,6 +178,8 @@ public struct SocketTransport: AuthHTTPTransport {
                             bytes: Array(head.utf8) + body,
                             noBody: request.httpMethod == "HEAD",
                             deadline: deadline,
+                            connectTimeout: connectTimeout,
+                            onConnect: onConnect,
                             maxBodyBytes: maxBodyBytes,
                             path: path
                         )

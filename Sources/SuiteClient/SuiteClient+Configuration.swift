@@ -38,7 +38,12 @@ extension SuiteClient {
             let (data, response) = try await send(request, signed: isSignedInHere)
             if response.statusCode == 304, let kept, let keptValue {
                 fetched = Fetched(value: keptValue, origin: .server, etag: kept.etag)
-                try? cache.write(key, body: kept.body, etag: kept.etag)  // checked just now
+                // Checked just now: the kept copy's time says so, to the minute (a copy
+                // confirmed less than a minute ago is not written again, so commands in
+                // quick succession at a counter write nothing).
+                if abs(Date().timeIntervalSince(kept.fetchedAt)) >= Self.configurationRecheckWrite {
+                    try? cache.write(key, body: kept.body, etag: kept.etag)
+                }
             } else {
                 try check(response, data, what: "the client configuration")
                 let value = try decode(
@@ -68,6 +73,10 @@ extension SuiteClient {
         if enforceMinimumVersion { try checkVersion(fetched.value) }
         return fetched
     }
+
+    /// After a `304`, the kept configuration's time is written again only when it is at
+    /// least this old (seconds): the age an offline command shows is exact to the minute.
+    static let configurationRecheckWrite: TimeInterval = 60
 
     /// Throws `updateRequired` when the server asks for a newer client than this one.
     public func checkVersion(_ response: ClientConfigurationResponse) throws(SuiteClientError) {

@@ -59,7 +59,7 @@ extension SuiteClient {
             }
         }
         // Loopback plain http: the socket transport, which follows only the same server.
-        let transport: any AuthHTTPTransport = usesSocketTransport ? SocketTransport() : plain
+        let transport: any AuthHTTPTransport = usesSocketTransport ? socketTransport : plain
         let end = self.end
         var attempt = 0
         while true {
@@ -112,6 +112,22 @@ extension SuiteClient {
         cacheNamespace namespace: String,
         what: String
     ) async throws(SuiteClientError) -> Fetched<Value> {
+        try await get(path, query: query, as: type, cacheNamespace: namespace, what: what) {
+            _ in nil
+        }
+    }
+
+    /// ``get(_:query:as:cacheNamespace:what:)``, keeping the answer under
+    /// `keptUnder(value)` instead of the request's own key when that gives one (one thing
+    /// reachable by several paths is kept once, under the key its offline lookups read).
+    func get<Value: Decodable & Sendable>(
+        _ path: String,
+        query: [URLQueryItem] = [],
+        as type: Value.Type,
+        cacheNamespace namespace: String,
+        what: String,
+        keptUnder: (Value) -> ResponseKey?
+    ) async throws(SuiteClientError) -> Fetched<Value> {
         let request = request(path: path, query: query)
         let key = cacheKey(namespace: namespace, request: request)
         do {
@@ -122,7 +138,7 @@ extension SuiteClient {
             try check(response, data, what: what)
             let value = try decode(type, data, what: path)
             let etag = response.value(forHTTPHeaderField: "ETag")
-            do { try cache.write(key, body: data, etag: etag) } catch {
+            do { try cache.write(keptUnder(value) ?? key, body: data, etag: etag) } catch {
                 logger.warning(
                     "cannot keep \(what) for offline use",
                     metadata: ["error": "\(error)"]

@@ -34,12 +34,21 @@ extension SuiteClient {
                 ? AuthClient(
                     configuration: authConfiguration,
                     store: tokens,
-                    transport: SocketTransport(),
+                    transport: socketTransport,
                     logger: logger
                 )
                 : AuthClient(configuration: authConfiguration, store: tokens, logger: logger)
             client = made
             return made
+        }
+    }
+
+    /// The plain-http transport, keeping the connect timeout on its own connections and
+    /// telling ``Reachability`` what the first one found (no probe connection).
+    var socketTransport: SocketTransport {
+        let reachability = self.reachability
+        return SocketTransport(connectTimeout: configuration.connectTimeout) { outcome in
+            reachability.report(outcome)
         }
     }
 

@@ -15,8 +15,9 @@ internal import Synchronization
 /// `AuthClient`, the client configuration with its ETag and last good copy, the forced-update
 /// check, the offline cache of last responses, and the suite's timeouts.
 ///
-/// - **Timeouts.** A connect timeout (2 s) enforced by a TCP probe every request races (see
-///   ``ConnectProbe``), and one deadline for the whole command (30 s) that every request
+/// - **Timeouts.** A connect timeout (2 s) that every request races: over https a TCP probe
+///   finds it out (see ``ConnectProbe``), over plain http (``SocketTransport``) each
+///   request's own connection keeps it and the first one reports; and one deadline for the whole command (30 s) that every request
 ///   shares. Nothing shorter is hidden anywhere: a slow link that connects gets the whole
 ///   deadline.
 /// - **Offline.** When the server cannot be reached, reads answer from the cache
@@ -86,7 +87,8 @@ public final class SuiteClient: Sendable {
             timeout: configuration.connectTimeout,
             // Through a proxy (https only) the server's own address says nothing.
             enabled: SocketTransport.serves(server.url)
-                || !Reachability.proxyConfigured(configuration.environment)
+                || !Reachability.proxyConfigured(configuration.environment),
+            reportedByRequests: SocketTransport.serves(server.url)
         )
     }
 
