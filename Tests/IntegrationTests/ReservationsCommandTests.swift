@@ -487,7 +487,16 @@ struct ReservationsCommandTests {
         let today = try decode(Page<ReservationDetail>.self, listed)
         let one = try #require(today.items.first)
         let other = try await confirmedReservation(station, query: "u")
+        // Shown by code, then checked in: offline, the code shows the check-in's answer,
+        // not the copy the lookup kept before it.
+        let otherCode = other.reservation.confirmationCode.description
+        #expect(try await station.run(["show", otherCode]).status == 0)
+        let checkIn = try await station.run(["check-in", otherCode])
+        #expect(checkIn.status == 0, "\(checkIn.stderr)")
         await server.stop()
+        let keptCheckIn = try await station.run(["show", otherCode, "--json"])
+        #expect(keptCheckIn.status == 0, "\(keptCheckIn.stderr)")
+        #expect(try decode(ReservationDetail.self, keptCheckIn).reservation.status == .checkedIn)
 
         let (shown, seconds) = try await station.timed(
             ["show", one.reservation.confirmationCode.description, "--json"]

@@ -35,6 +35,7 @@ final class ScriptedServer: Sendable {
     private let received = Mutex<[String]>([])
     private let stopped = Atomic<Bool>(false)
     private let held = Mutex<[Int32]>([])
+    private let acceptedCount = Atomic<Int>(0)
 
     init(_ replies: [Reply]) throws {
         self.replies = Mutex(replies)
@@ -55,13 +56,17 @@ final class ScriptedServer: Sendable {
     /// The requests read so far (head and body as text).
     var requests: [String] { received.withLock { $0 } }
 
+    /// The connections accepted so far, with or without a request.
+    var accepted: Int { acceptedCount.load(ordering: .sequentiallyConsistent) }
+
     private func serve() {
         while !stopped.load(ordering: .sequentiallyConsistent) {
             let client = accept(fd, nil, nil)
             guard client >= 0 else { return }
+            acceptedCount.add(1, ordering: .sequentiallyConsistent)
             let request = Self.readRequest(client)
             guard !request.isEmpty else {
-                // A connection closed without a request (SuiteClient's connect probe).
+                // A connection closed without a request (a connect probe).
                 close(client)
                 continue
             }

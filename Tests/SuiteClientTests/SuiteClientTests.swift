@@ -601,3 +601,72 @@ enum StoredCredentialsFixture {
         return try JSONDecoder().decode(StoredCredentials.self, from: Data(json.utf8))
     }
 }
+
+@Suite("A plain-http client's connections and kept configuration")
+struct PlainHTTPClientTests {
+    @Test(
+        "Requests open no connection but their own; a 304 rewrites the kept configuration only when it is a minute old"
+    )
+    func ownConnectionsOnly() async throws {
+        let root = try temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let body = try ModelsJSON.makeEncoder().encode(
+            ClientConfigurationResponse(
+                configuration: try ClientConfiguration(
+                    configVersion: SemanticVersion(1, 0, 0),
+                    minimumClientVersion: SemanticVersion(1, 0, 0)
+                ),
+                store: nil,
+                flags: [:],
+                updateRequired: false
+            )
+        )
+        let etag = "\"1.0.0-x\""
+        let ok =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nETag: \(etag)\r\n"
+            + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+            + String(decoding: body, as: UTF8.self)
+        let notModified = "HTTP/1.1 304 Not Modified\r\nETag: \(etag)\r\nConnection: close\r\n\r\n"
+        let server = try ScriptedServer([.text(ok), .text(notModified), .text(notModified)])
+        let client = try SuiteClient(
+            configuration: SuiteClientConfiguration(
+                appName: "reservations",
+                appVersion: SemanticVersion(1, 2, 3),
+                serverOption: server.url.absoluteString,
+                root: root,
+                environment: [:]
+            ),
+            logger: quietLogger
+        )
+        let key = ResponseKey(
+            namespace: "config",
+            name: "\(client.server.origin) reservations global"
+        )
+
+        let first = try await client.clientConfiguration()
+        #expect(!first.isFromCache)
+        let keptAt = try #require(client.cache.read(key)).fetchedAt
+
+        // Confirmed by a 304 within the minute: the kept copy is not written again.
+        let second = try await client.clientConfiguration()
+        #expect(!second.isFromCache)
+        #expect(server.requests.last?.lowercased().contains("if-none-match: \(etag)") == true)
+        #expect(client.cache.read(key)?.fetchedAt == keptAt)
+
+        // A copy two minutes old is written again with the time of the check.
+        try client.cache.write(
+            key,
+            body: body,
+            etag: etag,
+            fetchedAt: Date(timeIntervalSinceNow: -120)
+        )
+        _ = try await client.clientConfiguration()
+        let rewritten = try #require(client.cache.read(key)).fetchedAt
+        #expect(abs(rewritten.timeIntervalSinceNow) < 30)
+
+        // A connect probe's connection would have reached the server by now.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(server.requests.count == 3)
+        #expect(server.accepted == 3)
+    }
+}
