@@ -223,6 +223,7 @@ func makeApplication(configuration: StoreServerConfiguration, logger: Logger) as
         now: configuration.calendarClock(),
         logger: logger
     )
+    await database.openAllConnections()
     let context = ServerContext(
         configuration: configuration,
         database: database,

@@ -16,6 +16,44 @@ import Testing
 struct MultiInstanceTests {
     static func authority(_ url: URL) -> String { "\(url.host!):\(url.port!)" }
 
+    @Test(
+        "an instance opens its pool and runs a signed read's statements on each connection before it listens"
+    )
+    func poolOpenedAtStart() async throws {
+        let location = try await TestDatabases.make(.postgres)
+        guard case .postgres(let url) = location else { return }
+        let name = String(url.split(separator: "/").last!.split(separator: "?").first!)
+        let server = try await ServerProcess(
+            location: location,
+            extra: ["--database-connections", "3"]
+        )
+        defer { server.terminate() }
+        // No request yet: every backend of this database is the new instance's, each idle
+        // after the last of the warm-up statements (a reservation by code).
+        let cluster = try await PostgresCluster.get()
+        let backends = try await cluster.value(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> pg_backend_pid()",
+            in: name
+        )
+        let warmed = try await cluster.value(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = '\(name)' AND state = 'idle' AND query LIKE '%r.code = $1 AND ($2 OR r.store_id = ANY($3))%'",
+            in: name
+        )
+        #expect((Int(backends) ?? 0) >= 3, "backends: \(backends)")
+        #expect((Int(warmed) ?? 0) >= 2, "warmed: \(warmed) of \(backends)")
+        // And it serves: the warm-up recorded no nonce a request could collide with.
+        let client = try await SignedClient.signIn(
+            server.url,
+            username: DemoData.username,
+            password: DemoData.password
+        )
+        #expect(try await client.send("GET", "/v1/me").status == 200)
+        #expect(
+            try await cluster.value("SELECT count(*) FROM auth_nonces WHERE key_id = ''", in: name)
+                == "0"
+        )
+    }
+
     @Test("a signed request accepted by one instance is a replay on the other, and after a restart")
     func replayAcrossInstances() async throws {
         let location = try await TestDatabases.make(.postgres)

@@ -1,4 +1,5 @@
 internal import Foundation
+internal import Logging
 internal import PostgresKit
 internal import SQLKit
 
@@ -135,6 +136,35 @@ enum PreparedStatements {
         }
 
         func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    }
+}
+
+extension PreparedStatements {
+    /// Runs each statement above once on `connection`, with values that match no row and
+    /// record nothing (an empty token digest, user name and code; a nonce signed before any
+    /// replay floor), so PostgreSQL has parsed and planned every one, and loaded the catalog
+    /// entries they read, before a request waits on this connection. Run on the pool's
+    /// connections as the server starts (``StoreDatabase/openAllConnections()``), directly on
+    /// the connection: injected faults (tests) count requests' statements only.
+    static func warmUp(_ connection: PostgresConnection, logger: Logger) async throws {
+        let nothing = RecordNonce(keyID: "", nonce: "", created: -1, expiresAt: 0, now: 0)
+        for try await _ in try await connection.execute(nothing, logger: logger) {}
+        for try await _ in try await connection.execute(
+            RecordNonceReadingToken(record: nothing, digest: ""),
+            logger: logger
+        ) {}
+        for try await _ in try await connection.execute(
+            TokenWithSessionAndAccess(digest: ""),
+            logger: logger
+        ) {}
+        for try await _ in try await connection.execute(
+            UserWithStores(username: ""),
+            logger: logger
+        ) {}
+        for try await _ in try await connection.execute(
+            ReservationByCode(code: "", everyStore: false, stores: []),
+            logger: logger
+        ) {}
     }
 }
 

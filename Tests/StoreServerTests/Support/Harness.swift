@@ -131,6 +131,22 @@ extension PostgresCluster {
         return url
     }
 
+    /// The first column of the first row of `query`, run on `database`, as text.
+    func value(_ query: String, in database: String) async throws -> String {
+        let outcome = try await ChildProcess.run(
+            binDirectory.appendingPathComponent("psql"),
+            [
+                "-h", "127.0.0.1", "-p", String(port), "-U", Self.user, "-d", database, "-v",
+                "ON_ERROR_STOP=1", "-qAt", "-c", query,
+            ],
+            timeout: 120
+        )
+        guard outcome.status == 0, !outcome.signalled else {
+            throw PostgresClusterError("psql \(query): \(outcome)")
+        }
+        return outcome.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     func psql(_ command: String) async throws {
         let outcome = try await ChildProcess.run(
             binDirectory.appendingPathComponent("psql"),
