@@ -404,44 +404,6 @@ public final class StoreDatabase: Sendable {
         return result
     }
 
-    /// PostgreSQL: opens every connection of the pool now, all at once, and runs the signed
-    /// read's statements once on each (``PreparedStatements/warmUp(_:logger:)``), instead of
-    /// the first requests finding the pool short (each new connection a PostgreSQL backend: a
-    /// process start, a login, and every statement parsed and planned against a cold catalog
-    /// cache, on the cores that serve the requests). Measured with `store-server-load.sh`, two
-    /// fresh instances at 1,000 signed reads a second: p99 12.6 ms (max 71 ms) in the first
-    /// 6 s against 2.6 ms in the next 6. A connection that cannot be opened now is left for
-    /// the pool to open on demand, as before. SQLite: nothing to do.
-    func openAllConnections() async {
-        guard case .postgres(let groupPool) = pool, currentUnit == nil else { return }
-        let (shared, logger) = (pool, poolLogger)
-        let loops = Array(groupPool.eventLoopGroup.makeIterator())
-        let perLoop = groupPool.maxConnectionsPerEventLoop
-        // Every connection is held until all are open: one released early would be handed
-        // to the next request of this loop instead of a new one being made.
-        let opened = await withTaskGroup(of: (any EventLoop, PostgresConnection)?.self) { tasks in
-            for loop in loops {
-                for _ in 0..<perLoop {
-                    tasks.addTask {
-                        guard case .postgres(let groupPool) = shared,
-                            let connection = try? await groupPool.pool(for: loop)
-                                .requestConnection(logger: logger).get()
-                        else { return nil }
-                        try? await PreparedStatements.warmUp(connection, logger: logger)
-                        return (loop, connection)
-                    }
-                }
-            }
-            var opened: [(any EventLoop, PostgresConnection)] = []
-            for await entry in tasks { if let entry { opened.append(entry) } }
-            return opened
-        }
-        for (loop, connection) in opened {
-            groupPool.pool(for: loop).releaseConnection(connection, logger: logger)
-        }
-        self.logger.debug("opened the database pool", metadata: ["connections": "\(opened.count)"])
-    }
-
     /// Checks that the database answers (`SELECT 1`).
     public func ping() async -> Bool {
         do {
