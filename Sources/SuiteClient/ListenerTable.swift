@@ -148,7 +148,7 @@ enum ListenerTable {
             {
                 let words = family == AF_INET6 ? 4 : 1
                 let address = (0..<words).map {
-                    String(format: "%08X", load(message + 8 + $0 * 4, as: UInt32.self))
+                    LoopbackListener.kernelHex(load(message + 8 + $0 * 4, as: UInt32.self))
                 }.joined()
                 found.append(
                     Listener(
@@ -168,7 +168,7 @@ enum ListenerTable {
     /// The listeners from `/proc/net/tcp` (and `tcp6`), looking closely only at the lines that
     /// name the port.
     static func fromProc(port: UInt16, includeIPv4: Bool) -> [Listener] {
-        let needle = Array(String(format: ":%04X ", port).utf8)
+        let needle = Array(":\(LoopbackListener.kernelHex(UInt32(port), digits: 4)) ".utf8)
         var found: [Listener] = []
         for (file, isIPv6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
             guard isIPv6 || includeIPv4, let bytes = readAll(file) else { continue }

@@ -1,3 +1,4 @@
+import Foundation
 import TestSupport
 import Testing
 
@@ -22,6 +23,18 @@ struct ListenerTableTests {
         #expect(ListenerTable.listeners(port: UInt16(port), includeIPv4: true) == [mine])
         // An IPv6 peer is never served by an IPv4 listener: that table is not asked.
         #expect(ListenerTable.fromNetlink(port: UInt16(port), includeIPv4: false) == [])
+    }
+
+    @Test("Addresses and ports are written as the kernel prints them (%08X, %04X)")
+    func kernelHex() {
+        #expect(LoopbackListener.kernelHex(0x0100_007F) == "0100007F")
+        #expect(LoopbackListener.kernelHex(0) == "00000000")
+        #expect(LoopbackListener.kernelHex(0xFFFF_FFFF) == "FFFFFFFF")
+        #expect(LoopbackListener.kernelHex(0xABC, digits: 4) == "0ABC")
+        #expect(LoopbackListener.kernelHex(0x1F90, digits: 4) == "1F90")
+        for value: UInt32 in [1, 0x10, 0xBEEF, 0x00C0_FFEE, 0x7F00_0001] {
+            #expect(LoopbackListener.kernelHex(value) == String(format: "%08X", value))
+        }
     }
 
     @Test("A port nobody listens on lists nothing, by netlink and by /proc")
