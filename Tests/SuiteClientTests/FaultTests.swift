@@ -43,15 +43,7 @@ struct ClientFaultTests {
     func configurationRetried() async throws {
         let root = try temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let response = ClientConfigurationResponse(
-            configuration: try ClientConfiguration(
-                configVersion: SemanticVersion(1, 0, 0),
-                minimumClientVersion: SemanticVersion(1, 0, 0)
-            ),
-            store: nil,
-            flags: [:],
-            updateRequired: false
-        )
+        let response = try minimalConfiguration()
         let body = String(decoding: try ModelsJSON.makeEncoder().encode(response), as: UTF8.self)
         let server = try ScriptedServer([
             .text(Self.unavailable), .text(Self.unavailable),

@@ -15,6 +15,19 @@ import Testing
     import FoundationNetworking
 #endif
 
+/// A client configuration of version 1.0.0 asking for 1.0.0 at least: no store, no flags.
+func minimalConfiguration() throws -> ClientConfigurationResponse {
+    ClientConfigurationResponse(
+        configuration: try ClientConfiguration(
+            configVersion: SemanticVersion(1, 0, 0),
+            minimumClientVersion: SemanticVersion(1, 0, 0)
+        ),
+        store: nil,
+        flags: [:],
+        updateRequired: false
+    )
+}
+
 /// A temporary SHOPFLOOR_HOME-like root, removed by the caller.
 func temporaryRoot() throws -> URL {
     let url = FileManager.default.temporaryDirectory
@@ -416,15 +429,7 @@ struct OfflineClientTests {
         defer { try? FileManager.default.removeItem(at: root) }
         let port = try closedPort()
         let client = try client(port: port, root: root)
-        let response = ClientConfigurationResponse(
-            configuration: try ClientConfiguration(
-                configVersion: SemanticVersion(1, 0, 0),
-                minimumClientVersion: SemanticVersion(1, 0, 0)
-            ),
-            store: nil,
-            flags: [:],
-            updateRequired: false
-        )
+        let response = try minimalConfiguration()
         let key = ResponseKey(
             namespace: "config",
             name: "\(client.server.origin) reservations global"
@@ -610,17 +615,7 @@ struct PlainHTTPClientTests {
     func ownConnectionsOnly() async throws {
         let root = try temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let body = try ModelsJSON.makeEncoder().encode(
-            ClientConfigurationResponse(
-                configuration: try ClientConfiguration(
-                    configVersion: SemanticVersion(1, 0, 0),
-                    minimumClientVersion: SemanticVersion(1, 0, 0)
-                ),
-                store: nil,
-                flags: [:],
-                updateRequired: false
-            )
-        )
+        let body = try ModelsJSON.makeEncoder().encode(try minimalConfiguration())
         let etag = "\"1.0.0-x\""
         let ok =
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nETag: \(etag)\r\n"
