@@ -386,14 +386,17 @@ struct ConnectProbeTests {
 
 @Suite("Client behaviour without a server")
 struct OfflineClientTests {
-    func client(port: Int, root: URL, connectTimeout: Duration = .seconds(2)) throws
-        -> SuiteClient
-    {
+    func client(
+        port: Int,
+        root: URL,
+        host: String = "127.0.0.1",
+        connectTimeout: Duration = .seconds(2)
+    ) throws -> SuiteClient {
         try SuiteClient(
             configuration: SuiteClientConfiguration(
                 appName: "reservations",
                 appVersion: SemanticVersion(1, 2, 3),
-                serverOption: "http://127.0.0.1:\(port)",
+                serverOption: "http://\(host):\(port)",
                 connectTimeout: connectTimeout,
                 root: root,
                 environment: [:]
@@ -420,6 +423,27 @@ struct OfflineClientTests {
         }
         // The message shows the connect timeout ended it; the time only that the 30 s command
         // deadline did not (the margin is for a loaded machine, see `silent()`).
+        #expect(ContinuousClock.now - started < .seconds(20))
+    }
+
+    @Test(
+        "A plain-http server whose name does not resolve is offline at once, naming the host, not at the deadline"
+    )
+    func unresolvableServer() async throws {
+        let root = try temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        // No probe runs over plain http: the request's own failed lookup must end the race,
+        // or the command would wait for its 30 s deadline.
+        let client = try client(port: 80, root: root, host: "no-such-host.invalid")
+        let started = ContinuousClock.now
+        await #expect {
+            _ = try await client.clientConfiguration()
+        } throws: { error in
+            let error = error as? SuiteClientError
+            return error?.code == .offline
+                && error?.message.contains("no-such-host.invalid") == true
+                && error?.message.contains("cannot resolve") == true
+        }
         #expect(ContinuousClock.now - started < .seconds(20))
     }
 
