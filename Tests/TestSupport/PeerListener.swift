@@ -11,7 +11,7 @@ import Foundation
 /// ``stop()`` or when released; connections already handed out end when `serve` returns.
 public final class PeerListener: @unchecked Sendable {
     // Safe: `fd` and `port` are set in `init` and only read afterwards; the accepting thread
-    // ends when `stop()` shuts the socket down.
+    // ends when `stop()` shuts the socket down, and closes it.
 
     /// The port listened on.
     public let port: Int
@@ -42,6 +42,10 @@ public final class PeerListener: @unchecked Sendable {
                 let client = accept(fd, nil, nil)
                 if client < 0 {
                     if errno == EINTR || errno == ECONNABORTED { continue }
+                    // Shut down by stop(): this thread is the descriptor's last user. Closed
+                    // anywhere else, its number could be reused by another listener before
+                    // this thread's next accept, which would take that listener's connections.
+                    close(fd)
                     return
                 }
                 Thread.detachNewThread {
@@ -53,8 +57,7 @@ public final class PeerListener: @unchecked Sendable {
     }
 
     deinit {
-        stop()
-        close(fd)
+        stop()  // the accepting thread closes the socket once its accept fails
     }
 
     /// A socket listening on `host`:`port` (0: a free port) with `backlog`, and its port:

@@ -101,6 +101,12 @@ final class TestHTTPServer: Sendable {
     }
 
     /// Stops accepting connections: clients then get "connection refused" (offline).
+    ///
+    /// Only shuts the socket down; the accepting thread closes it when its `accept` fails.
+    /// Closed here, its descriptor number could be reused by another test's listener before
+    /// the accepting thread's next `accept`, which would then take that server's connections
+    /// and answer them with this server's handler (a 404 "no such image" seen by another
+    /// test, 2026-11-28).
     func stop() {
         let first = state.withLock { state -> Bool in
             defer { state.stopped = true }
@@ -108,7 +114,6 @@ final class TestHTTPServer: Sendable {
         }
         guard first else { return }
         shutdown(listenFD, Int32(SHUT_RDWR))
-        close(listenFD)
     }
 
     var log: Log { state.withLock { $0.log } }
@@ -168,7 +173,9 @@ final class TestHTTPServer: Sendable {
         while true {
             let client = accept(listenFD, nil, nil)
             if client < 0 {
-                if errno == EINTR { continue }
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                // Shut down by stop(): this thread is the descriptor's last user.
+                close(listenFD)
                 return
             }
             let thread = Thread { [self] in serve(client) }
