@@ -148,24 +148,15 @@ extension PreparedStatements {
     /// connections as the server starts (``StoreDatabase/openAllConnections()``), directly on
     /// the connection: injected faults (tests) count requests' statements only.
     static func warmUp(_ connection: PostgresConnection, logger: Logger) async throws {
+        func run(_ statement: some Statement) async throws {
+            for try await _ in try await connection.execute(statement, logger: logger) {}
+        }
         let nothing = RecordNonce(keyID: "", nonce: "", created: -1, expiresAt: 0, now: 0)
-        for try await _ in try await connection.execute(nothing, logger: logger) {}
-        for try await _ in try await connection.execute(
-            RecordNonceReadingToken(record: nothing, digest: ""),
-            logger: logger
-        ) {}
-        for try await _ in try await connection.execute(
-            TokenWithSessionAndAccess(digest: ""),
-            logger: logger
-        ) {}
-        for try await _ in try await connection.execute(
-            UserWithStores(username: ""),
-            logger: logger
-        ) {}
-        for try await _ in try await connection.execute(
-            ReservationByCode(code: "", everyStore: false, stores: []),
-            logger: logger
-        ) {}
+        try await run(nothing)
+        try await run(RecordNonceReadingToken(record: nothing, digest: ""))
+        try await run(TokenWithSessionAndAccess(digest: ""))
+        try await run(UserWithStores(username: ""))
+        try await run(ReservationByCode(code: "", everyStore: false, stores: []))
     }
 }
 
@@ -216,6 +207,7 @@ extension StoreDatabase {
             for loop in loops {
                 for _ in 0..<perLoop {
                     tasks.addTask {
+                        // The pool enum is Sendable, AsyncKit's pool type is not: unwrap here.
                         guard case .postgres(let groupPool) = shared,
                             let connection = try? await groupPool.pool(for: loop)
                                 .requestConnection(logger: logger).get()
