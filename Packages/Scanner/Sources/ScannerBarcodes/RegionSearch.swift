@@ -79,6 +79,23 @@ struct RegionSearch {
         // one in the degraded set; noise and the edges of decoded symbols sit below 2,000).
         let regions = field.regions(excluding: claimed, limit: regionBudget * 3)
             .filter { Double($0.tiles) * $0.energy >= 5000 }
+        // MaxiCode, which ZXing reads only upright and alone: found by its bullseye inside
+        // the textured regions, read at any turn.
+        if options.symbologies.contains(.maxiCode), !regions.isEmpty,
+            !first.decoded.contains(where: { $0.symbology == .maxiCode })
+        {
+            let maxiStarted = ContinuousClock.now
+            let found = MaxiCodeLocator.read(
+                grey,
+                within: regions.map { Self.padded($0.box, in: grey) }
+            )
+            add(found, to: &merger, checked: false)
+            logger.debug(
+                "scanner pass",
+                metadata: Self.metadata("maxicode", found.count, maxiStarted)
+            )
+            if merger.isFull { return }
+        }
         var textured = regions.map(Candidate.init(region:))
         // Symbols ZXing located come first; the textured region around one gives its extent
         // (a located PDF417 or 1D symbol may be only its start pattern or a scan line).
@@ -294,6 +311,19 @@ struct RegionSearch {
     func isClaimed(_ box: PixelRect) -> Bool {
         let area = Double(max(1, box.width * box.height))
         return claimed.contains { Double(box.intersectionArea(with: $0)) / area >= 0.6 }
+    }
+
+    /// `box` widened by a tenth of its size each way (tiles cut a symbol's edge), clipped.
+    static func padded(_ box: PixelRect, in grey: ImageBuffer) -> PixelRect {
+        let dx = box.width / 10 + 8
+        let dy = box.height / 10 + 8
+        return PixelRect(
+            x: box.x - dx,
+            y: box.y - dy,
+            width: box.width + 2 * dx,
+            height: box.height + 2 * dy
+        )
+        .clipped(toWidth: grey.width, height: grey.height) ?? box
     }
 
     static func union(_ a: PixelRect, _ b: PixelRect) -> PixelRect {
