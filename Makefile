@@ -11,12 +11,6 @@ SWIFT ?= swift
 # all use it, so they share one build and measure what users run.
 RELEASE := -c release --static-swift-stdlib
 BIN_PATH = $$($(SWIFT) build $(RELEASE) --show-bin-path)
-# How the tests are built: a debug build without debug information for C and C++ (the two
-# BoringSSL copies, SQLite, the shims; -g costs about 15% of each file's compile, and BoringSSL
-# is about 40% of a clean debug build). The index store stays: on Linux, SwiftPM finds the
-# tests in it (with --disable-index-store, `--build-tests` fails: "index store path does not
-# exist"). Every debug build here passes the same flags, or SwiftPM rebuilds everything.
-DEBUG := -Xcc -g0
 # The capability packages under Packages/. The root package owns their test targets too
 # (same names and directories), so `make test` builds one graph: each dependency once.
 PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/Package.swift))))
@@ -100,13 +94,13 @@ test: deps ## build everything once, then run every test suite (make test-run)
 	( for set in $(FIXTURE_SETS); do nice -n 10 python3 "$$set" || exit 1; done ) \
 	  > .build/fixtures.log 2>&1 & fixtures=$$!; \
 	echo "==> swift build: the apps, every package and the test helpers, one graph"; \
-	$(SWIFT) build $(DEBUG) || { kill $$fixtures 2>/dev/null; wait $$fixtures; exit 1; }; \
+	$(SWIFT) build || { kill $$fixtures 2>/dev/null; wait $$fixtures; exit 1; }; \
 	echo "==> Tests/Rig/run.sh beside the build of the tests (its output after the suites)"; \
 	( status=0; bash Tests/Rig/run.sh "$$($(SWIFT) build --show-bin-path)" || status=$$?; \
 	  echo "$$status" > .build/rig.status ) \
 	  > .build/rig.log 2>&1 & rig=$$!; \
 	echo "==> swift build --build-tests: every test target, at a lower priority than the rig"; \
-	nice -n 10 $(SWIFT) build $(DEBUG) --build-tests || { wait $$rig $$fixtures; exit 1; }; \
+	nice -n 10 $(SWIFT) build --build-tests || { wait $$rig $$fixtures; exit 1; }; \
 	wait $$fixtures || echo "warning: the barcode fixture sets were not generated (.build/fixtures.log); ScannerTests will try again" >&2; \
 	wait $$rig
 	@$(MAKE) --no-print-directory test-run RIG_STATUS=.build/rig.status
@@ -150,20 +144,20 @@ test-run: ## the test phase of make test on what is built: the suites in one pro
 
 check: ## quick local loop: the build with its tests, then the fast unit suites (CHECK_TESTS: no PostgreSQL, no app or server processes, no shaped links, no OCR)
 	@python3 scripts/check-test-mirror.py
-	$(SWIFT) build $(DEBUG) --build-tests
-	$(SWIFT) test $(DEBUG) --skip-build --disable-xctest --filter '^($(subst $(space),|,$(CHECK_TESTS)))\.'
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --disable-xctest --filter '^($(subst $(space),|,$(CHECK_TESTS)))\.'
 
 test-packages: deps ## each package's tests on its own (`swift test --package-path`), as its users build it
 	@failed=(); \
 	for p in $(PACKAGES); do \
 	  echo "==> swift test: Packages/$$p"; \
-	  $(SWIFT) test $(DEBUG) --package-path Packages/$$p --disable-xctest || failed+=("Packages/$$p"); \
+	  $(SWIFT) test --package-path Packages/$$p --disable-xctest || failed+=("Packages/$$p"); \
 	done; \
 	if (( $${#failed[@]} )); then echo "error: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
 	echo "all package test suites passed on their own: $(PACKAGES)"
 
 stress: deps ## SharedDefaults' multi-process tests at full size (24,000 commits, about 4 minutes)
-	SHOPFLOOR_STRESS=1 $(SWIFT) test $(DEBUG) --disable-xctest --filter 'SharedDefaultsTests\.ProcessTests'
+	SHOPFLOOR_STRESS=1 $(SWIFT) test --disable-xctest --filter 'SharedDefaultsTests\.ProcessTests'
 
 fuzz: deps ## libFuzzer on the store decoder, the JSON parser and the image decoders (FUZZ_SECONDS each, default 60)
 	@scripts/fuzz.sh
