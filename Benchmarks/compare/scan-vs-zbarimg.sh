@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scan against zbarimg, in one run, on three sets:
+# scan against zbarimg, in one run, on four sets:
 #   dev corpus   $SHOPFLOOR_CORPUS/barcodes: photos and scans with NAME.txt / NAME.bin
 #                (an image counts as decoded when a symbol has its payload), and
 #                falsepositives-1 (any symbol there is a false positive);
@@ -8,11 +8,16 @@
 #                "wrong" are readings of a barcode image that match none of its symbols;
 #   rotated set  scripts/fixtures/rotated-barcodes.py (generated once per machine): every
 #                dev corpus image turned by 90, 180, 270 degrees and one odd angle (8-82
-#                degrees), expected payloads carried over, counted as the dev corpus is.
+#                degrees), expected payloads carried over, counted as the dev corpus is;
+#   maxicode set scripts/fixtures/maxicode-photos.py (generated once per machine): 40
+#                MaxiCode photos (perspective, any turn, 6-12 px hexagons) and 8 bullseye
+#                decoys, counted as the dev corpus is. zbar has no MaxiCode reader, and
+#                ZXing-C++ reads it only upright and alone (0 of these 40 with 3.1.1).
 # For each: every effort of scan (fast, balanced = the default, thorough; SCAN_BENCH_EFFORTS
 # names fewer) and zbarimg, one process for the whole batch each (scan with its default
 # --jobs, the cores available), wall and CPU time (median of SCAN_BENCH_RUNS runs, thorough
-# once), and wall ratios; SCAN_BENCH_SETS names fewer sets (dev, degraded, rotated).
+# once), and wall ratios; SCAN_BENCH_SETS names fewer sets (dev, degraded, rotated,
+# maxicode).
 # $1: the release bin path (make bench passes it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,17 +28,19 @@ runs=${SCAN_BENCH_RUNS:-3}
 if [[ ! -x "$bin/scan" ]]; then echo "error: $bin/scan not built" >&2; exit 1; fi
 if ! command -v zbarimg >/dev/null; then echo "error: zbarimg not installed (zbar-tools)" >&2; exit 1; fi
 if [[ ! -d "$corpus" ]]; then echo "error: no corpus at $corpus" >&2; exit 1; fi
-sets=${SCAN_BENCH_SETS:-dev degraded rotated}
+sets=${SCAN_BENCH_SETS:-dev degraded rotated maxicode}
 degraded=$([[ $sets == *degraded* ]] && python3 scripts/fixtures/degraded-barcodes.py || echo -)
 rotated=$([[ $sets == *rotated* ]] && python3 scripts/fixtures/rotated-barcodes.py || echo -)
+maxicode=$([[ $sets == *maxicode* ]] && python3 scripts/fixtures/maxicode-photos.py || echo -)
 
 python3 - "$bin/scan" "$corpus" "$degraded" "$rotated" "$runs" "$sets" \
-    "${SCAN_BENCH_EFFORTS:-fast balanced thorough}" <<'PY'
+    "${SCAN_BENCH_EFFORTS:-fast balanced thorough}" "$maxicode" <<'PY'
 import base64, json, os, resource, statistics, subprocess, sys, time
 import xml.etree.ElementTree as ET
 
 scan, corpus, degraded, rotated, runs = sys.argv[1:5] + [int(sys.argv[5])]
 sets, efforts = sys.argv[6].split(), sys.argv[7].split()
+maxicode = sys.argv[8]
 exts = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".tif", ".tiff", ".bmp", ".pgm", ".ppm"}
 
 # Each set: images, and per image the payloads wanted (bytes) and whether it has no code.
@@ -124,8 +131,9 @@ def timed(cmd, n):
 print(f"scan vs zbarimg: one process per tool for each whole set, {os.cpu_count()} cores; "
       f"load average {os.getloadavg()[0]:.2f} before timing (wall times need idle cores)")
 chosen = {"dev": ("dev corpus", dev_set, True), "degraded": ("degraded set", degraded_set, False),
-          "rotated": ("rotated set", lambda: dev_set(rotated), True)}
-for label, make, per_image in [chosen[name] for name in ("dev", "degraded", "rotated")
+          "rotated": ("rotated set", lambda: dev_set(rotated), True),
+          "maxicode": ("maxicode set", lambda: dev_set(maxicode), True)}
+for label, make, per_image in [chosen[name] for name in ("dev", "degraded", "rotated", "maxicode")
                                if name in sets]:
     images, wanted, empty = make()
     unit = "images" if per_image else "symbols"

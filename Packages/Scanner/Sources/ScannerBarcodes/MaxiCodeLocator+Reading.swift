@@ -113,26 +113,36 @@ extension MaxiCodeLocator {
         return score
     }
 
-    /// The turns worth trying: the best few, at least 3° apart, among those reading at most
-    /// two fixed modules wrong.
+    /// The turns worth trying: the middles of the runs of whole degrees whose fixed modules
+    /// read at most two wrong and at most one worse than the best, best runs first (a run's
+    /// middle is nearer the true turn than its first degree), at most three.
     static func turns(_ map: DarkMap, _ eye: Bullseye, _ root: (Double, Double, Double, Double))
         -> [Double]
     {
-        var scored: [(degrees: Double, score: Int)] = []
-        for step in 0..<180 {
-            let degrees = Double(step) * 2
-            let score = fixedScore(map, placement(eye, root, degrees: degrees, scale: 1))
-            if score >= fixedDark.count + fixedLight.count - 2 { scored.append((degrees, score)) }
+        let scores = (0..<360).map { degrees in
+            fixedScore(map, placement(eye, root, degrees: Double(degrees), scale: 1))
         }
-        var picked: [Double] = []
-        for candidate in scored.sorted(by: { $0.score > $1.score }) {
-            if picked.count == 3 { break }
-            if picked.contains(where: { abs(angleDifference($0, candidate.degrees)) < 3 }) {
-                continue
+        guard let best = scores.max(), best >= fixedDark.count + fixedLight.count - 2 else {
+            return []
+        }
+        let good = scores.map { $0 >= best - 1 }
+        // Runs of good degrees, around the circle: start where a good degree follows a bad.
+        guard let start = (0..<360).first(where: { !good[$0] }) else { return [] }
+        var runs: [(middle: Double, top: Int, width: Int)] = []
+        var first: Int?
+        for k in 1...360 {
+            let degree = (start + k) % 360
+            if good[degree] {
+                if first == nil { first = start + k }
+            } else if let from = first {
+                let last = start + k - 1
+                let top = (from...last).map { scores[$0 % 360] }.max() ?? 0
+                let middle = Double(from + last) / 2
+                runs.append((middle.truncatingRemainder(dividingBy: 360), top, last - from + 1))
+                first = nil
             }
-            picked.append(candidate.degrees)
         }
-        return picked
+        return runs.sorted { ($0.top, $0.width) > ($1.top, $1.width) }.prefix(3).map(\.middle)
     }
 
     static func angleDifference(_ a: Double, _ b: Double) -> Double {
@@ -198,41 +208,73 @@ extension MaxiCodeLocator {
         turn: Double
     ) -> Placement {
         let pitch = eye.span / bullseyeDiameter
-        // turn, scale, x, y, g, h
-        var p = [turn, 1.0, 0, 0, 0, 0]
-        var steps = [1.0, 0.02, 0.2 * pitch, 0.2 * pitch, 0.004, 0.004]
+        // turn, scale, x, y, g, h, and a stretch and a shear of the symbol (the rings'
+        // ellipse is measured on a few pixels: its shape may be a little off)
+        var p = [turn, 1.0, 0, 0, 0, 0, 0, 0]
+        let initialSteps = [1.0, 0.02, 0.2 * pitch, 0.2 * pitch, 0.004, 0.004, 0.01, 0.01]
         func make(_ p: [Double]) -> Placement {
             var place = placement(eye, root, degrees: p[0], scale: p[1])
+            let (a, b, c, d) = (place.a, place.b, place.c, place.d)
+            place.a = a * (1 + p[6]) + b * p[7]
+            place.b = a * p[7] + b * (1 - p[6])
+            place.c = c * (1 + p[6]) + d * p[7]
+            place.d = c * p[7] + d * (1 - p[6])
             place.tx += p[2]
             place.ty += p[3]
             place.g = p[4]
             place.h = p[5]
             return place
         }
-        var best = agreement(map, make(p))
-        for _ in 0..<3 {
-            var improved = true
-            var rounds = 0
-            while improved, rounds < 12 {
-                improved = false
-                rounds += 1
-                for k in 0..<p.count {
-                    for sign in [1.0, -1.0] {
-                        var q = p
-                        q[k] += sign * steps[k]
-                        let score = agreement(map, make(q))
-                        if score > best {
-                            best = score
-                            p = q
-                            improved = true
-                            break
+        // Agreement, with the fixed modules as anchors: a grid moved by a whole module agrees
+        // as well as the right one, but its orientation modules read wrong.
+        var anchorWeight = 3
+        func objective(_ place: Placement) -> Int {
+            agreement(map, place) + anchorWeight * fixedScore(map, place)
+        }
+        // Coordinate ascent from three pitches (the rings' measure is off by a few per cent)
+        // with the anchors weighed three times, and from two without them (the anchors near
+        // the centre can hold a perspective fit in a wrong basin), halving the steps twice;
+        // the end that agrees best, anchors counted once, wins.
+        var winner = p
+        var winnerScore = Int.min
+        for (start, weight) in [(1.0, 3), (0.97, 3), (1.04, 3), (1.0, 0), (1.04, 0)] {
+            p[1] = start
+            anchorWeight = weight
+            var steps = initialSteps
+            var best = objective(make(p))
+            for _ in 0..<3 {
+                var improved = true
+                var rounds = 0
+                while improved, rounds < 16 {
+                    improved = false
+                    rounds += 1
+                    for k in 0..<p.count {
+                        for sign in [1.0, -1.0] {
+                            var q = p
+                            q[k] += sign * steps[k]
+                            // The bullseye gives the centre to a third of a pitch.
+                            if k == 2 || k == 3, abs(q[k]) > 0.35 * pitch { continue }
+                            let score = objective(make(q))
+                            if score > best {
+                                best = score
+                                p = q
+                                improved = true
+                                break
+                            }
                         }
                     }
                 }
+                steps = steps.map { $0 / 2 }
             }
-            steps = steps.map { $0 / 2 }
+            // Compared by agreement with the anchors counted once.
+            anchorWeight = 1
+            let final = objective(make(p))
+            if final > winnerScore {
+                (winner, winnerScore) = (p, final)
+            }
+            p = [turn, 1.0, 0, 0, 0, 0, 0, 0]
         }
-        return make(p)
+        return make(winner)
     }
 
     /// Reads the MaxiCode symbols around the bullseyes inside `boxes` (the whole image when

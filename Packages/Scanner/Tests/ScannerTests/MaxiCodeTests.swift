@@ -115,4 +115,41 @@ struct MaxiCodeTests {
         let flat = MaxiCodeLocator.Bullseye(x: 0, y: 0, spans: [100, 400, 100, 20], hits: 1)
         #expect(MaxiCodeLocator.ellipse(flat) == nil)
     }
+
+    /// A floor a little under what the default effort read when this was written (39 of 40;
+    /// ZXing-C++ 3.1.1 and zbarimg read none of them).
+    @Test(
+        "The MaxiCode photo set: the default effort reads at least 36 of 40, nothing from decoys"
+    )
+    func photoSet() async throws {
+        // This file is <repo>/Packages/Scanner/Tests/ScannerTests/MaxiCodeTests.swift.
+        let repo = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let script = repo.appendingPathComponent("scripts/fixtures/maxicode-photos.py")
+        let root = URL(
+            fileURLWithPath: String(
+                decoding: try Fixtures.run("python3", [script.path]),
+                as: UTF8.self
+            )
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        )
+        let images = Corpus.images(under: root)
+        var read = 0
+        var expected = 0
+        var falsePositives: [String] = []
+        for await result in Self.reader.scan(files: images, jobs: 2) {
+            let url = images[result.index]
+            if url.deletingLastPathComponent().lastPathComponent.hasPrefix("falsepositives") {
+                falsePositives += result.barcodes.map { "\(url.lastPathComponent): \($0.text)" }
+                continue
+            }
+            guard let item = Corpus.item(for: url) else { continue }
+            expected += 1
+            if Corpus.matches(item, result.barcodes) { read += 1 }
+        }
+        #expect(expected == 40)
+        #expect(read >= 36, "read \(read) of \(expected)")
+        #expect(falsePositives.isEmpty, "\(falsePositives)")
+    }
 }
