@@ -15,8 +15,9 @@ public enum Symbology: String, Sendable, Hashable, Codable, CaseIterable, Compar
     case itf = "ITF"
     case codabar = "Codabar"
     case dataBar = "DataBar"
-    /// MaxiCode (UPS parcels). ZXing-C++ reads it only when it fills the image or a region
-    /// upright, without a finder search: from crops of the regions the search looks at.
+    /// MaxiCode (UPS parcels). ZXing-C++ reads it only upright and filling the image; the
+    /// balanced and thorough searches find it by its bullseye at any turn
+    /// (``MaxiCodeLocator``).
     case maxiCode = "MaxiCode"
 
     /// The lowercase name used on command lines (`qr`, `datamatrix`, `ean13`, ...).
