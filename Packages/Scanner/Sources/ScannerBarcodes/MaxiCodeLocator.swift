@@ -359,34 +359,18 @@ enum MaxiCodeLocator {
         span: Int
     ) -> Bullseye? {
         let within = 3 * span / 2 + radius
-        guard
-            let vertical = crossing(grey, radius: radius, x: x, y: y, dx: 0, dy: 1, within: within)
-        else { return nil }
+        func across(_ x: Double, _ y: Double, _ dx: Int, _ dy: Int) -> (
+            centre: Double, span: Double
+        )? {
+            crossing(grey, radius: radius, x: x, y: y, dx: dx, dy: dy, within: within)
+        }
+        guard let vertical = across(x, y, 0, 1) else { return nil }
         let cy = y + vertical.centre
-        guard
-            let horizontal = crossing(
-                grey,
-                radius: radius,
-                x: x,
-                y: cy,
-                dx: 1,
-                dy: 0,
-                within: within
-            )
-        else { return nil }
+        guard let horizontal = across(x, cy, 1, 0) else { return nil }
         let cx = x + horizontal.centre
-        guard
-            let diagonal = crossing(
-                grey,
-                radius: radius,
-                x: cx,
-                y: cy,
-                dx: 1,
-                dy: 1,
-                within: within
-            ),
-            let anti = crossing(grey, radius: radius, x: cx, y: cy, dx: 1, dy: -1, within: within)
-        else { return nil }
+        guard let diagonal = across(cx, cy, 1, 1), let anti = across(cx, cy, 1, -1) else {
+            return nil
+        }
         let spans = [
             horizontal.span, diagonal.span * 2.0.squareRoot(), vertical.span,
             anti.span * 2.0.squareRoot(),

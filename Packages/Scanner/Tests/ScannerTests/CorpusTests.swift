@@ -50,6 +50,29 @@ enum Corpus {
 
     static let falsePositives: [URL] = images(in: "falsepositives-1")
 
+    /// Scans a set laid out as the corpus (FAMILY/NAME.ext beside NAME.txt or NAME.bin):
+    /// the images whose payload was read, those with a payload, and every reading of a
+    /// falsepositives-* image.
+    static func score(under root: URL, with reader: BarcodeReader) async -> (
+        read: Int, expected: Int, falsePositives: [String]
+    ) {
+        let images = images(under: root)
+        var read = 0
+        var expected = 0
+        var falsePositives: [String] = []
+        for await result in reader.scan(files: images, jobs: 2) {
+            let url = images[result.index]
+            if url.deletingLastPathComponent().lastPathComponent.hasPrefix("falsepositives") {
+                falsePositives += result.barcodes.map { "\(url.lastPathComponent): \($0.text)" }
+                continue
+            }
+            guard let item = item(for: url) else { continue }
+            expected += 1
+            if matches(item, result.barcodes) { read += 1 }
+        }
+        return (read, expected, falsePositives)
+    }
+
     static func matches(_ item: Item, _ codes: [Barcode]) -> Bool {
         codes.contains { code in
             if let bytes = item.expectedBytes { return code.bytes == bytes }

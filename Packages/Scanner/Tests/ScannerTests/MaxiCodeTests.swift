@@ -134,20 +134,7 @@ struct MaxiCodeTests {
             )
             .trimmingCharacters(in: .whitespacesAndNewlines)
         )
-        let images = Corpus.images(under: root)
-        var read = 0
-        var expected = 0
-        var falsePositives: [String] = []
-        for await result in Self.reader.scan(files: images, jobs: 2) {
-            let url = images[result.index]
-            if url.deletingLastPathComponent().lastPathComponent.hasPrefix("falsepositives") {
-                falsePositives += result.barcodes.map { "\(url.lastPathComponent): \($0.text)" }
-                continue
-            }
-            guard let item = Corpus.item(for: url) else { continue }
-            expected += 1
-            if Corpus.matches(item, result.barcodes) { read += 1 }
-        }
+        let (read, expected, falsePositives) = await Corpus.score(under: root, with: Self.reader)
         #expect(expected == 40)
         #expect(read >= 36, "read \(read) of \(expected)")
         #expect(falsePositives.isEmpty, "\(falsePositives)")

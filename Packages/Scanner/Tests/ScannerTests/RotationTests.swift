@@ -132,21 +132,10 @@ struct RotationTests {
         "The rotated set: the default effort reads at least 515 of 552, and nothing without codes"
     )
     func rotatedSet() async throws {
-        let root = try RotatedSet.load()
-        let images = Corpus.images(under: root)
-        var read = 0
-        var expected = 0
-        var falsePositives: [String] = []
-        for await result in Self.reader.scan(files: images, jobs: 2) {
-            let url = images[result.index]
-            if url.deletingLastPathComponent().lastPathComponent.hasPrefix("falsepositives") {
-                falsePositives += result.barcodes.map { "\(url.lastPathComponent): \($0.text)" }
-                continue
-            }
-            guard let item = Corpus.item(for: url) else { continue }
-            expected += 1
-            if Corpus.matches(item, result.barcodes) { read += 1 }
-        }
+        let (read, expected, falsePositives) = await Corpus.score(
+            under: try RotatedSet.load(),
+            with: Self.reader
+        )
         #expect(expected == 552)
         #expect(read >= 515, "read \(read) of \(expected)")
         #expect(falsePositives.isEmpty, "\(falsePositives)")
