@@ -199,19 +199,30 @@ extension MaxiCodeLocator {
         return agreeing
     }
 
-    /// The placement at a coarse turn, refined by coordinate ascent on ``agreement``: turn,
-    /// pitch, centre and the two perspective terms (a label photographed at an angle).
+    /// Where the fit starts: a pitch (the rings' measure is off by a few per cent) and how
+    /// much the orientation modules weigh as anchors. Without anchors a perspective fit can
+    /// leave the basin they hold it in near the centre.
+    static let fitStarts: [(pitch: Double, anchors: Int)] = [
+        (1.0, 3), (0.97, 3), (1.04, 3), (1.0, 0), (1.04, 0),
+    ]
+
+    /// The placement at a coarse turn, refined by coordinate ascent on ``agreement`` plus
+    /// `anchors` times ``fixedScore`` from a pitch `scale` times the measured one: turn,
+    /// pitch, centre, the two perspective terms (a label photographed at an angle) and a
+    /// stretch and a shear, halving the steps twice.
     static func refined(
         _ map: DarkMap,
         _ eye: Bullseye,
         _ root: (Double, Double, Double, Double),
-        turn: Double
+        turn: Double,
+        scale: Double,
+        anchors: Int
     ) -> Placement {
         let pitch = eye.span / bullseyeDiameter
         // turn, scale, x, y, g, h, and a stretch and a shear of the symbol (the rings'
         // ellipse is measured on a few pixels: its shape may be a little off)
-        var p = [turn, 1.0, 0, 0, 0, 0, 0, 0]
-        let initialSteps = [1.0, 0.02, 0.2 * pitch, 0.2 * pitch, 0.004, 0.004, 0.01, 0.01]
+        var p = [turn, scale, 0, 0, 0, 0, 0, 0]
+        var steps = [1.0, 0.02, 0.2 * pitch, 0.2 * pitch, 0.004, 0.004, 0.01, 0.01]
         func make(_ p: [Double]) -> Placement {
             var place = placement(eye, root, degrees: p[0], scale: p[1])
             let (a, b, c, d) = (place.a, place.b, place.c, place.d)
@@ -227,54 +238,35 @@ extension MaxiCodeLocator {
         }
         // Agreement, with the fixed modules as anchors: a grid moved by a whole module agrees
         // as well as the right one, but its orientation modules read wrong.
-        var anchorWeight = 3
         func objective(_ place: Placement) -> Int {
-            agreement(map, place) + anchorWeight * fixedScore(map, place)
+            agreement(map, place) + anchors * fixedScore(map, place)
         }
-        // Coordinate ascent from three pitches (the rings' measure is off by a few per cent)
-        // with the anchors weighed three times, and from two without them (the anchors near
-        // the centre can hold a perspective fit in a wrong basin), halving the steps twice;
-        // the end that agrees best, anchors counted once, wins.
-        var winner = p
-        var winnerScore = Int.min
-        for (start, weight) in [(1.0, 3), (0.97, 3), (1.04, 3), (1.0, 0), (1.04, 0)] {
-            p[1] = start
-            anchorWeight = weight
-            var steps = initialSteps
-            var best = objective(make(p))
-            for _ in 0..<3 {
-                var improved = true
-                var rounds = 0
-                while improved, rounds < 16 {
-                    improved = false
-                    rounds += 1
-                    for k in 0..<p.count {
-                        for sign in [1.0, -1.0] {
-                            var q = p
-                            q[k] += sign * steps[k]
-                            // The bullseye gives the centre to a third of a pitch.
-                            if k == 2 || k == 3, abs(q[k]) > 0.35 * pitch { continue }
-                            let score = objective(make(q))
-                            if score > best {
-                                best = score
-                                p = q
-                                improved = true
-                                break
-                            }
+        var best = objective(make(p))
+        for _ in 0..<3 {
+            var improved = true
+            var rounds = 0
+            while improved, rounds < 16 {
+                improved = false
+                rounds += 1
+                for k in 0..<p.count {
+                    for sign in [1.0, -1.0] {
+                        var q = p
+                        q[k] += sign * steps[k]
+                        // The bullseye gives the centre to a third of a pitch.
+                        if k == 2 || k == 3, abs(q[k]) > 0.35 * pitch { continue }
+                        let score = objective(make(q))
+                        if score > best {
+                            best = score
+                            p = q
+                            improved = true
+                            break
                         }
                     }
                 }
-                steps = steps.map { $0 / 2 }
             }
-            // Compared by agreement with the anchors counted once.
-            anchorWeight = 1
-            let final = objective(make(p))
-            if final > winnerScore {
-                (winner, winnerScore) = (p, final)
-            }
-            p = [turn, 1.0, 0, 0, 0, 0, 0, 0]
+            steps = steps.map { $0 / 2 }
         }
-        return make(winner)
+        return make(p)
     }
 
     /// Reads the MaxiCode symbols around the bullseyes inside `boxes` (the whole image when
@@ -316,17 +308,13 @@ extension MaxiCodeLocator {
             else { continue }
             let map = DarkMap(image, region: region, radius: windowRadius(image))
             guard let root = ellipse(eye) else { continue }
-            // Each turn's refined placement first, then turns and pitches around each
-            // coarse one, nearest first, at most `budget` in all.
+            // Each turn's fits, each read as soon as it is made (most symbols read from the
+            // first), then turns and pitches around each coarse one, nearest first: at most
+            // `budget` readings in all.
             let turns = turns(map, eye, root)
-            var tries = turns.map { refined(map, eye, root, turn: $0) }
-            for (dt, scale) in refinements {
-                for turn in turns {
-                    let coarse = placement(eye, root, degrees: turn + dt, scale: scale)
-                    tries.append(coarse)
-                }
-            }
-            for place in tries.prefix(budget) {
+            var attempts = 0
+            func reads(_ place: Placement) -> Bool {
+                attempts += 1
                 let read =
                     ZXingEngine.read(
                         drawn(map, place),
@@ -335,10 +323,33 @@ extension MaxiCodeLocator {
                         maximumSymbols: 1,
                         transform: .identity
                     ) ?? []
-                if var code = read.first {
-                    code.points = corners(place).map(back.apply)
-                    found.append(code)
-                    break
+                guard var code = read.first else { return false }
+                code.points = corners(place).map(back.apply)
+                found.append(code)
+                return true
+            }
+            search: do {
+                for turn in turns {
+                    for start in fitStarts {
+                        if attempts >= budget { break search }
+                        let place = refined(
+                            map,
+                            eye,
+                            root,
+                            turn: turn,
+                            scale: start.pitch,
+                            anchors: start.anchors
+                        )
+                        if reads(place) { break search }
+                    }
+                }
+                for (dt, scale) in refinements {
+                    for turn in turns {
+                        if attempts >= budget { break search }
+                        if reads(placement(eye, root, degrees: turn + dt, scale: scale)) {
+                            break search
+                        }
+                    }
                 }
             }
         }
