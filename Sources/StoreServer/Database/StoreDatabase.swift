@@ -133,6 +133,9 @@ public final class StoreDatabase: Sendable {
     let poolLogger: Logger
     let pool: Pool
     private let threadPool: NIOThreadPool?
+    /// SQLite connections taken from the pool and not yet given back: ``shutdown()`` waits
+    /// for them before it stops the thread pool their `close` runs on.
+    let sqliteInUse = InUseCount()
     /// Faults a test injects into every statement (nil in production).
     let faults: InjectedFaults?
     /// Connections the pool opens at most (per event loop times the event loops).
@@ -291,7 +294,8 @@ public final class StoreDatabase: Sendable {
         if let unit = currentUnit { return unit.sql }
         let pooled: any SQLDatabase
         switch pool {
-        case .sqlite(let pool): pooled = PooledSQLite(pool: pool, logger: poolLogger)
+        case .sqlite(let pool):
+            pooled = PooledSQLite(pool: pool, logger: poolLogger, inUse: sqliteInUse)
         case .postgres(let pool): pooled = pool.database(logger: poolLogger).sql(queryLogLevel: nil)
         }
         return faults.map { FaultySQLDatabase(base: pooled, faults: $0) } ?? pooled
@@ -336,6 +340,8 @@ public final class StoreDatabase: Sendable {
     func withConnection<T>(_ body: (any SQLDatabase, String) async throws -> T) async throws -> T {
         switch pool {
         case .sqlite(let pool):
+            sqliteInUse.take()
+            defer { sqliteInUse.giveBack() }
             let connection = try await pool.requestConnection(logger: poolLogger).get()
             defer { pool.releaseConnection(connection, logger: poolLogger) }
             return try await body(faulty(connection.sql(queryLogLevel: nil)), "BEGIN IMMEDIATE")
@@ -427,10 +433,23 @@ public final class StoreDatabase: Sendable {
         }
     }
 
-    /// Closes every connection.
+    /// Closes every connection. A SQLite connection still in use (a statement that outlived
+    /// its request, a health check past its limit) is closed when it comes back, on the
+    /// thread pool: that is stopped only once they are all back, or after 5 s. Closed on a
+    /// stopped pool, its handle would stay open.
     public func shutdown() async {
         switch pool {
-        case .sqlite(let pool): try? await pool.shutdownAsync()
+        case .sqlite(let pool):
+            try? await pool.shutdownAsync()
+            let deadline = ContinuousClock.now + .seconds(5)
+            while sqliteInUse.count > 0, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            // A release runs on its event loop, after the count: a task behind it on each
+            // loop means every close is queued on the thread pool, which finishes its queue.
+            for loop in pool.eventLoopGroup.makeIterator() {
+                try? await loop.submit {}.get()
+            }
         case .postgres(let pool): try? await pool.shutdownAsync()
         }
         try? await threadPool?.shutdownGracefully()
@@ -473,6 +492,7 @@ struct PragmaSQLiteSource: ConnectionPoolSource {
 struct PooledSQLite: SQLDatabase, @unchecked Sendable {
     let pool: EventLoopGroupConnectionPool<PragmaSQLiteSource>
     let logger: Logger
+    let inUse: InUseCount
 
     var eventLoop: any EventLoop { pool.eventLoopGroup.any() }
     var dialect: any SQLDialect { SQLiteDialect() }
@@ -481,10 +501,24 @@ struct PooledSQLite: SQLDatabase, @unchecked Sendable {
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void)
         -> EventLoopFuture<Void>
     {
-        pool.withConnection(logger: logger) { connection in
+        inUse.take()
+        let inUse = inUse
+        // AsyncKit gives the connection back before the returned future's callbacks run.
+        return pool.withConnection(logger: logger) { connection in
             connection.sql(queryLogLevel: nil).execute(sql: query, onRow)
         }
+        .always { _ in inUse.giveBack() }
     }
+}
+
+/// How many connections are out of a pool (taken before the request, given back after the
+/// release).
+final class InUseCount: Sendable {
+    private let value = Atomic<Int>(0)
+
+    var count: Int { value.load(ordering: .acquiring) }
+    func take() { value.add(1, ordering: .relaxed) }
+    func giveBack() { value.subtract(1, ordering: .releasing) }
 }
 
 /// A continuation resumed by whichever answer comes first.
