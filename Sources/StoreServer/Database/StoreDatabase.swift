@@ -136,6 +136,8 @@ public final class StoreDatabase: Sendable {
     /// SQLite connections taken from the pool and not yet given back: ``shutdown()`` waits
     /// for them before it stops the thread pool their `close` runs on.
     let sqliteInUse = InUseCount()
+    /// The SQLite connections opened, and openings under way (see ``shutdown()``).
+    let sqliteConnections = SQLiteConnectionTracker()
     /// Faults a test injects into every statement (nil in production).
     let faults: InjectedFaults?
     /// Connections the pool opens at most (per event loop times the event loops).
@@ -219,6 +221,7 @@ public final class StoreDatabase: Sendable {
             threadPool = threads
             let source = PragmaSQLiteSource(
                 autoCheckpoint: !backgroundCheckpoints,
+                tracker: sqliteConnections,
                 base: SQLiteConnectionSource(
                     configuration: SQLiteConfiguration(
                         storage: .file(path: url.path),
@@ -434,15 +437,17 @@ public final class StoreDatabase: Sendable {
     }
 
     /// Closes every connection. A SQLite connection still in use (a statement that outlived
-    /// its request, a health check past its limit) is closed when it comes back, on the
-    /// thread pool: that is stopped only once they are all back, or after 5 s. Closed on a
-    /// stopped pool, its handle would stay open.
+    /// its request, a health check past its limit) or still opening is closed when it comes
+    /// back, on the thread pool: that is stopped only once every connection opened is
+    /// closed, or after 5 s. Closed on a stopped pool, its handle would stay open.
     public func shutdown() async {
         switch pool {
         case .sqlite(let pool):
             try? await pool.shutdownAsync()
             let deadline = ContinuousClock.now + .seconds(5)
-            while sqliteInUse.count > 0, ContinuousClock.now < deadline {
+            while sqliteInUse.count > 0 || !sqliteConnections.settled,
+                ContinuousClock.now < deadline
+            {
                 try? await Task.sleep(for: .milliseconds(10))
             }
             // A release runs on its event loop, after the count: a task behind it on each
@@ -465,13 +470,19 @@ struct PragmaSQLiteSource: ConnectionPoolSource {
     /// Whether a commit checkpoints the WAL when it has grown past 1,000 pages (SQLite's
     /// default); false when the owner checkpoints in the background.
     let autoCheckpoint: Bool
+    let tracker: SQLiteConnectionTracker
     let base: SQLiteConnectionSource
 
     func makeConnection(logger: Logger, on eventLoop: any EventLoop) -> EventLoopFuture<
         SQLiteConnection
     > {
         let autoCheckpoint = autoCheckpoint
-        return base.makeConnection(logger: logger, on: eventLoop).flatMap { connection in
+        let tracker = tracker
+        tracker.opening()
+        let made = base.makeConnection(logger: logger, on: eventLoop)
+        made.whenSuccess { tracker.made($0) }
+        made.whenComplete { _ in tracker.opened() }
+        return made.flatMap { connection in
             connection.query("PRAGMA busy_timeout = \(Self.busyTimeout)")
                 .flatMap { _ in connection.query("PRAGMA journal_mode = WAL") }
                 .flatMap { _ in connection.query("PRAGMA synchronous = NORMAL") }
@@ -509,16 +520,6 @@ struct PooledSQLite: SQLDatabase, @unchecked Sendable {
         }
         .always { _ in inUse.giveBack() }
     }
-}
-
-/// How many connections are out of a pool (taken before the request, given back after the
-/// release).
-final class InUseCount: Sendable {
-    private let value = Atomic<Int>(0)
-
-    var count: Int { value.load(ordering: .acquiring) }
-    func take() { value.add(1, ordering: .relaxed) }
-    func giveBack() { value.subtract(1, ordering: .releasing) }
 }
 
 /// A continuation resumed by whichever answer comes first.
