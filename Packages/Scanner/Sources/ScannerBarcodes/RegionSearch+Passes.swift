@@ -26,7 +26,7 @@ extension RegionSearch {
         // cross them (rows also cross bars tilted up to about 20°: those stay as they are).
         var work = crop
         if candidate.isLinear, abs(candidate.angle) > 20 {
-            let (rotated, back) = GreyOps.rotated(crop, degrees: -candidate.angle)
+            let (rotated, back) = GreyOps.rotatedSharp(crop, degrees: -candidate.angle)
             work = rotated
             toGrey = toGrey.after(back)
         }
@@ -36,10 +36,14 @@ extension RegionSearch {
         // working image when it differs, for the stages reading `.upright`; measured when
         // the first such stage is reached.
         // Linear regions, located PDF417s, and 2D regions whose texture leans one way (a
-        // PDF417 at an angle measures 0.2-0.3; QR codes and DataMatrix below 0.2).
+        // PDF417 at an angle measures 0.2-0.3; QR codes and DataMatrix below 0.2) or that
+        // are half as long again as they are wide (QR codes and DataMatrix are square, or
+        // nearly, at any angle).
         let measures =
             candidate.isLinear || candidate.symbology == .pdf417 || candidate.coherence >= 0.2
+            || max(area.width, area.height) * 2 >= 3 * min(area.width, area.height)
         var uprightMeasured = false
+        var uprightAngle: Double?
         var uprightImage: (ImageBuffer, PointTransform)?
         func upright() -> (ImageBuffer, PointTransform)? {
             if uprightMeasured { return uprightImage }
@@ -56,7 +60,8 @@ extension RegionSearch {
                 metadata: ["texture": "\(Int(candidate.angle))", "bars": "\(measured)"]
             )
             guard abs(measured - used) > 4, abs(abs(measured - used) - 180) > 4 else { return nil }
-            let (rotated, back) = GreyOps.rotated(crop, degrees: -measured)
+            uprightAngle = measured
+            let (rotated, back) = GreyOps.rotatedSharp(crop, degrees: -measured)
             uprightImage = (
                 rotated, PointTransform.translation(Double(area.x), Double(area.y)).after(back)
             )
@@ -119,6 +124,13 @@ extension RegionSearch {
             // pass, which reads most symbols whatever their tilt.
             var deskewed = Stage("upright harder", symbologies, harder, zbar: .rows, keep)
             deskewed.source = .upright
+            // Small modules at an odd angle: turned and scaled up in one resampling (the
+            // region's own: turning the turned image would blur it twice).
+            if fine || thorough {
+                var up = Stage("upright upscale", symbologies, harder, zbar: .rows, keep)
+                up.source = .uprightUpscaled
+                stages.append(up)
+            }
             // Bars up to a label's edge on a textured surface: quiet zones painted in.
             var zoned = Stage("quiet zones", symbologies, harder, zbar: .rows) { g in
                 RegionFinder.withQuietZones(g).map { ($0, .identity) }
@@ -157,6 +169,11 @@ extension RegionSearch {
                 var deskewed = Stage("upright harder", [.pdf417], harder, zbar: nil, keep)
                 deskewed.source = .upright
                 stages.append(deskewed)
+                if fine || thorough {
+                    var up = Stage("upright upscale", [.pdf417], harder, zbar: nil, keep)
+                    up.source = .uprightUpscaled
+                    stages.append(up)
+                }
             }
             var fixed = harder
             fixed.binarizer = .fixedThreshold
@@ -243,6 +260,17 @@ extension RegionSearch {
                 guard let turned = upright() else { continue }
                 source = turned
             case .uprightOrWork: source = upright() ?? (work, toGrey)
+            case .uprightUpscaled:
+                // Modules of one or two pixels, which a symbol in a region of more than
+                // 100,000 pixels seldom has; scaling by 1.5 read as many as by 2 (the rotated
+                // set) for half the pixels.
+                guard area.width * area.height <= 100_000, upright() != nil,
+                    let angle = uprightAngle
+                else { continue }
+                let (rotated, back) = GreyOps.rotatedSharp(crop, degrees: -angle, scale: 1.5)
+                source = (
+                    rotated, PointTransform.translation(Double(area.x), Double(area.y)).after(back)
+                )
             }
             guard let (image, t) = stage.derive(source.0) else { continue }
             let transform = source.1.after(t)
@@ -267,7 +295,9 @@ extension RegionSearch {
             }
             // Only what is new ends the region's search: a neighbour decoded before may
             // be read again from the same pixels.
-            let fresh = found.filter { code in !isDecoded(code) && liesOnBars(code) }
+            let fresh = found.filter { code in
+                !isDecoded(code) && liesOnBars(code) && !contradictsDecoded(code)
+            }
             if !fresh.isEmpty { return (last, fresh) }
         }
         return (last, [])
@@ -295,6 +325,8 @@ extension RegionSearch {
             case upright
             /// That when there is one, else the working image.
             case uprightOrWork
+            /// The region turned by the bars' measured angle and scaled by 1.5 in one go.
+            case uprightUpscaled
         }
 
         init(

@@ -344,25 +344,45 @@ struct RegionSearch {
     /// find a valid EAN, ITF or DataBar in wood grain or sensor noise; bars there are not.
     func liesOnBars(_ code: Barcode) -> Bool {
         guard code.symbology.isLinear else { return true }
-        var box = code.boundingBox
-        // A scan line: give it the height of the bars around it.
+        guard let coherence = field.coherence(in: Self.barsBox(code)) else { return true }
+        return coherence >= 0.3
+    }
+
+    /// Whether a 1D reading lies over most of the bars of a 1D symbol already decoded with
+    /// other contents: two payloads from the same bars cannot both be right, and the later
+    /// one comes from a fallback pass (a row crossing a symbol cut at the image's edge read
+    /// as another EAN-13 that passed its check digit). The first reading stands.
+    func contradictsDecoded(_ code: Barcode) -> Bool {
+        guard code.symbology.isLinear else { return false }
+        let box = Self.barsBox(code)
+        return decoded.contains { other in
+            guard other.symbology.isLinear, other.bytes != code.bytes else { return false }
+            let theirs = Self.barsBox(other)
+            let smaller = min(box.width * box.height, theirs.width * theirs.height)
+            return smaller > 0 && box.intersectionArea(with: theirs) * 2 >= smaller
+        }
+    }
+
+    /// A 1D reading's place: its bounding box, or for a scan line, the line with the height
+    /// of the bars around it.
+    static func barsBox(_ code: Barcode) -> PixelRect {
+        let box = code.boundingBox
         if box.height < box.width / 4 {
-            box = PixelRect(
+            return PixelRect(
                 x: box.x,
                 y: box.y - box.width / 8,
                 width: box.width,
                 height: box.width / 4
             )
         } else if box.width < box.height / 4 {
-            box = PixelRect(
+            return PixelRect(
                 x: box.x - box.height / 8,
                 y: box.y,
                 width: box.height / 4,
                 height: box.height
             )
         }
-        guard let coherence = field.coherence(in: box) else { return true }
-        return coherence >= 0.3
+        return box
     }
 
     /// Claims the readings' places and adds them, mapped to the caller's coordinates;
