@@ -115,7 +115,7 @@ struct Merger {
     var isFull: Bool { limit.map { items.count >= $0 } ?? false }
 
     mutating func add(_ found: [Barcode]) {
-        for barcode in found {
+        for barcode in found where Self.isPlausible(barcode) {
             if isFull { return }
             if let i = items.firstIndex(where: { Self.sameSymbol($0, barcode) }) {
                 // Keep the first reading (ZXing runs first: it decodes ECI and character sets).
@@ -146,7 +146,31 @@ struct Merger {
         return inter / larger
     }
 
-    func sorted() -> [Barcode] { Self.inReadingOrder(items) }
+    /// ITF has neither a check digit nor a fixed length, so a row crossing part of a symbol
+    /// (at an angle, or cut by glare) decodes as a shorter valid ITF ("1234" from
+    /// "12345678"). Readings under 6 digits are refused, as ZXing's Java reader and zbar do
+    /// by default.
+    static let shortestITF = 6
+
+    static func isPlausible(_ code: Barcode) -> Bool {
+        code.symbology != .itf || code.text.count >= shortestITF
+    }
+
+    /// The readings in reading order, without an ITF whose digits are part of a longer ITF
+    /// read over the same bars (the same partial row, long enough to pass the length check).
+    func sorted() -> [Barcode] {
+        let kept = items.filter { code in
+            code.symbology != .itf
+                || !items.contains { other in
+                    other.symbology == .itf && other.text.count > code.text.count
+                        && other.text.contains(code.text)
+                        && RegionSearch.barsBox(code).intersectionArea(
+                            with: RegionSearch.barsBox(other)
+                        ) > 0
+                }
+        }
+        return Self.inReadingOrder(kept)
+    }
 
     /// `codes` top to bottom (rows 10 px apart), then left to right.
     static func inReadingOrder(_ codes: [Barcode]) -> [Barcode] {

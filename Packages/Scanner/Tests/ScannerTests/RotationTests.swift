@@ -66,6 +66,49 @@ struct RotationTests {
         #expect(Corpus.matches(item, codes), "\(path) at \(degrees)°: \(codes.map(\.text))")
     }
 
+    /// ZXing read "1234" from a row crossing part of the symbol beside the whole reading
+    /// (seeds 5 and 6 of ImageMagick's noise, before the length and containment checks).
+    @Test("An ITF at an angle reads whole, never as a part of itself", arguments: [5, 6, 7])
+    func itfWhole(seed: Int) throws {
+        let code = try Fixtures.zint("C25INTER", "12345678", extra: ["--scale=1"])
+        let photo = try Fixtures.convert(
+            code,
+            to: "png",
+            options: [
+                "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-background",
+                "white", "-rotate", "27", "-bordercolor", "gray80", "-border", "30", "-blur",
+                "0x0.5", "-seed", "\(seed)", "-attenuate", "0.4", "+noise", "Gaussian",
+                "-colorspace", "gray",
+            ]
+        )
+        let codes = Self.reader.scan(try ImageBuffer(data: photo, name: "itf seed \(seed)"))
+        #expect(codes.map(\.text) == ["12345678"], "seed \(seed)")
+    }
+
+    @Test("ITF readings under 6 digits, or inside a longer one over the same bars, are dropped")
+    func itfPartials() {
+        func itf(_ text: String, _ points: [ImagePoint]) -> Barcode {
+            Barcode(
+                symbology: .itf,
+                text: text,
+                bytes: Data(text.utf8),
+                points: points,
+                engine: .zxing,
+                isGS1: false,
+                symbologyIdentifier: "]I0"
+            )
+        }
+        let whole = itf("12345678", [ImagePoint(x: 10, y: 50), ImagePoint(x: 200, y: 50)])
+        let part = itf("345678", [ImagePoint(x: 60, y: 60), ImagePoint(x: 200, y: 60)])
+        let elsewhere = itf("234567", [ImagePoint(x: 10, y: 400), ImagePoint(x: 200, y: 400)])
+        var merger = Merger(limit: nil)
+        merger.add([itf("1234", [ImagePoint(x: 10, y: 55), ImagePoint(x: 90, y: 55)])])
+        #expect(merger.isEmpty)
+        merger.add([part, whole, elsewhere])
+        #expect(merger.sorted().map(\.text) == ["12345678", "234567"])
+        #expect(merger.sorted().last?.points == elsewhere.points)
+    }
+
     @Test(
         "The sharp rotation maps its points back to the source's, turned and scaled",
         arguments: [(37.0, 1.0), (-71, 1), (37, 2), (150, 2)]
