@@ -297,6 +297,7 @@ extension RegionSearch {
             // be read again from the same pixels.
             let fresh = found.filter { code in
                 !isDecoded(code) && liesOnBars(code) && !contradictsDecoded(code)
+                    && Self.hasPlausibleShape(code)
             }
             if !fresh.isEmpty { return (last, fresh) }
         }

@@ -363,6 +363,23 @@ struct RegionSearch {
         }
     }
 
+    /// Whether a PDF417 reading's corners make a plausible symbol: opposite sides within a
+    /// factor of two of each other. A fallback pass that strings rows together wrongly can
+    /// pass PDF417's error correction with text nobody printed; its corners then make a
+    /// wedge (sides of 18 and 55 pixels in the misread that led here), which neither a
+    /// symbol photographed at an angle nor one on a curved label makes.
+    static func hasPlausibleShape(_ code: Barcode) -> Bool {
+        guard code.symbology == .pdf417, code.points.count == 4 else { return true }
+        let p = code.points
+        func side(_ i: Int) -> Double {
+            let a = p[i]
+            let b = p[(i + 1) % 4]
+            return Double((b.x - a.x) * (b.x - a.x) + (b.y - a.y) * (b.y - a.y)).squareRoot()
+        }
+        func close(_ a: Double, _ b: Double) -> Bool { max(a, b) <= 2 * max(1, min(a, b)) }
+        return close(side(0), side(2)) && close(side(1), side(3))
+    }
+
     /// A 1D reading's place: its bounding box, or for a scan line, the line with the height
     /// of the bars around it.
     static func barsBox(_ code: Barcode) -> PixelRect {

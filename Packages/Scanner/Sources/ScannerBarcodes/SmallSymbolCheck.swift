@@ -134,8 +134,11 @@ enum SmallSymbolCheck {
                 readings = ZBarEngine.read(scaled, symbologies: symbologies, transform: transform)
             }
             // Only a reading of this symbol's place: not a neighbour inside the widened box.
+            // A part of an ITF (no check digit) is no correction of it.
             let here = readings.filter {
                 covers(place, $0) && covers(RegionSearch.widened($0), code)
+                    && Merger.isPlausible($0)
+                    && !($0.symbology == .itf && code.text.contains($0.text))
             }
             if here.contains(where: { $0.bytes == code.bytes || $0.text == code.text }) {
                 return nil

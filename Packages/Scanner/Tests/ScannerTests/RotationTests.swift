@@ -85,6 +85,55 @@ struct RotationTests {
         #expect(codes.map(\.text) == ["12345678"], "seed \(seed)")
     }
 
+    /// The small-symbol check's second look read "1234" there and took it for a correction
+    /// of the whole reading.
+    @Test("A small ITF at an angle in a JPEG keeps its whole reading after the second look")
+    func itfSmallSecondLook() throws {
+        let code = try Fixtures.zint("C25INTER", "12345678", extra: ["--scale=1"])
+        let photo = try Fixtures.convert(
+            code,
+            to: "jpg",
+            options: [
+                "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-filter",
+                "Triangle", "-resize", "70%", "-background", "white", "-rotate", "33",
+                "-bordercolor", "gray80", "-border", "30", "-blur", "0x0.4", "-seed", "1",
+                "-attenuate", "0.4", "+noise", "Gaussian", "-colorspace", "gray", "-quality",
+                "45",
+            ]
+        )
+        let codes = Self.reader.scan(try ImageBuffer(data: photo, name: "small itf"))
+        #expect(codes.map(\.text) == ["12345678"])
+    }
+
+    @Test("A PDF417 reading whose corners make a wedge is no symbol; one seen at an angle is")
+    func pdf417Shape() {
+        func pdf417(_ corners: [(Int, Int)]) -> Barcode {
+            Barcode(
+                symbology: .pdf417,
+                text: "x",
+                bytes: Data("x".utf8),
+                points: corners.map { ImagePoint(x: $0.0, y: $0.1) },
+                engine: .zxing,
+                isGS1: false,
+                symbologyIdentifier: "]L2"
+            )
+        }
+        // The misread that led to the check: sides of 299, 18, 304 and 55 pixels.
+        #expect(
+            !RegionSearch.hasPlausibleShape(pdf417([(94, 369), (89, 70), (107, 67), (149, 371)]))
+        )
+        // Upright; in perspective (far side 0.6 of the near one); turned by 30°.
+        #expect(
+            RegionSearch.hasPlausibleShape(pdf417([(10, 10), (310, 10), (310, 110), (10, 110)]))
+        )
+        #expect(
+            RegionSearch.hasPlausibleShape(pdf417([(10, 30), (310, 0), (310, 140), (10, 110)]))
+        )
+        #expect(
+            RegionSearch.hasPlausibleShape(pdf417([(0, 0), (260, 150), (210, 237), (-50, 87)]))
+        )
+    }
+
     @Test("ITF readings under 6 digits, or inside a longer one over the same bars, are dropped")
     func itfPartials() {
         func itf(_ text: String, _ points: [ImagePoint]) -> Barcode {
