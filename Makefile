@@ -85,7 +85,7 @@ build: deps ## release build of the five apps only, Swift runtime linked statica
 #   tests and about 60 s for the rig one after the other). The suites start after the rig
 #   ends, so no timed test meets it.
 FIXTURE_SETS := scripts/fixtures/degraded-barcodes.py scripts/fixtures/rotated-barcodes.py \
-  scripts/fixtures/maxicode-photos.py
+  scripts/fixtures/maxicode-photos.py scripts/fixtures/families-barcodes.py
 
 test: deps ## build everything once, then run every test suite (make test-run)
 	@echo "==> scripts/check-test-mirror.py: the root's copies of the packages' test targets"

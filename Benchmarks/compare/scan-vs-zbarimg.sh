@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scan against zbarimg, in one run, on four sets:
+# scan against zbarimg, in one run, on five sets:
 #   dev corpus   $SHOPFLOOR_CORPUS/barcodes: photos and scans with NAME.txt / NAME.bin
 #                (an image counts as decoded when a symbol has its payload), and
 #                falsepositives-1 (any symbol there is a false positive);
@@ -12,12 +12,18 @@
 #   maxicode set scripts/fixtures/maxicode-photos.py (generated once per machine): 40
 #                MaxiCode photos (perspective, any turn, 6-12 px hexagons) and 8 bullseye
 #                decoys, counted as the dev corpus is. zbar has no MaxiCode reader, and
-#                ZXing-C++ reads it only upright and alone (0 of these 40 with 3.1.1).
+#                ZXing-C++ reads it only upright and alone (0 of these 40 with 3.1.1);
+#   families set scripts/fixtures/families-barcodes.py (generated once per machine): 20
+#                symbologies and variants drawn by zint, each at 8 angles and 2 sizes, plain
+#                (PNG) and hard (perspective, JPEG): 640 images of one symbol each, so
+#                "wrong" (readings that are not its payload) is counted. Payloads as scan
+#                reports them: zbar's UPC-E (8 digits) never matches, and it has no reader
+#                for Aztec, DataMatrix, Micro QR, MicroPDF417 or DataBar Limited.
 # For each: every effort of scan (fast, balanced = the default, thorough; SCAN_BENCH_EFFORTS
 # names fewer) and zbarimg, one process for the whole batch each (scan with its default
 # --jobs, the cores available), wall and CPU time (median of SCAN_BENCH_RUNS runs, thorough
 # once), and wall ratios; SCAN_BENCH_SETS names fewer sets (dev, degraded, rotated,
-# maxicode).
+# maxicode, families).
 # $1: the release bin path (make bench passes it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,19 +34,20 @@ runs=${SCAN_BENCH_RUNS:-3}
 if [[ ! -x "$bin/scan" ]]; then echo "error: $bin/scan not built" >&2; exit 1; fi
 if ! command -v zbarimg >/dev/null; then echo "error: zbarimg not installed (zbar-tools)" >&2; exit 1; fi
 if [[ ! -d "$corpus" ]]; then echo "error: no corpus at $corpus" >&2; exit 1; fi
-sets=${SCAN_BENCH_SETS:-dev degraded rotated maxicode}
+sets=${SCAN_BENCH_SETS:-dev degraded rotated maxicode families}
 degraded=$([[ $sets == *degraded* ]] && python3 scripts/fixtures/degraded-barcodes.py || echo -)
 rotated=$([[ $sets == *rotated* ]] && python3 scripts/fixtures/rotated-barcodes.py || echo -)
 maxicode=$([[ $sets == *maxicode* ]] && python3 scripts/fixtures/maxicode-photos.py || echo -)
+families=$([[ $sets == *families* ]] && python3 scripts/fixtures/families-barcodes.py || echo -)
 
 python3 - "$bin/scan" "$corpus" "$degraded" "$rotated" "$runs" "$sets" \
-    "${SCAN_BENCH_EFFORTS:-fast balanced thorough}" "$maxicode" <<'PY'
+    "${SCAN_BENCH_EFFORTS:-fast balanced thorough}" "$maxicode" "$families" <<'PY'
 import base64, json, os, resource, statistics, subprocess, sys, time
 import xml.etree.ElementTree as ET
 
 scan, corpus, degraded, rotated, runs = sys.argv[1:5] + [int(sys.argv[5])]
 sets, efforts = sys.argv[6].split(), sys.argv[7].split()
-maxicode = sys.argv[8]
+maxicode, families = sys.argv[8], sys.argv[9]
 exts = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".tif", ".tiff", ".bmp", ".pgm", ".ppm"}
 
 # Each set: images, and per image the payloads wanted (bytes) and whether it has no code.
@@ -132,21 +139,24 @@ print(f"scan vs zbarimg: one process per tool for each whole set, {os.cpu_count(
       f"load average {os.getloadavg()[0]:.2f} before timing (wall times need idle cores)")
 chosen = {"dev": ("dev corpus", dev_set, True), "degraded": ("degraded set", degraded_set, False),
           "rotated": ("rotated set", lambda: dev_set(rotated), True),
-          "maxicode": ("maxicode set", lambda: dev_set(maxicode), True)}
-for label, make, per_image in [chosen[name] for name in ("dev", "degraded", "rotated", "maxicode")
+          "maxicode": ("maxicode set", lambda: dev_set(maxicode), True),
+          "families": ("families set", lambda: dev_set(families), True)}
+for label, make, per_image in [chosen[name] for name in
+                               ("dev", "degraded", "rotated", "maxicode", "families")
                                if name in sets]:
+    one_each = label == "families set"  # one symbol per image: every other reading is wrong
     images, wanted, empty = make()
     unit = "images" if per_image else "symbols"
     total = len(wanted) if per_image else sum(len(w) for w in wanted.values())
     print(f"\n{label}: {len(images)} images, {total} {'with an expected payload' if per_image else 'symbols'}, "
           f"{len(empty)} without codes" + (" (wrong: not counted, images may hold more symbols "
-          "than their .txt names)" if per_image else ""))
+          "than their .txt names)" if per_image and not one_each else ""))
     print(f"{'tool':<24}{unit + ' read':>14}{'false pos':>11}{'wrong':>7}{'wall s':>9}"
           f"{'cpu s':>8}{'zbarimg/scan wall':>19}")
     subprocess.run(["zbarimg", "-q", *images], capture_output=True)  # warm the file cache
     zh, zf, zw = score(run_zbar(images), wanted, empty, per_image)
     zt, zc = timed(["zbarimg", "-q", *images], runs)
-    shown = (lambda w: "-") if per_image else (lambda w: w)
+    shown = (lambda w: "-") if per_image and not one_each else (lambda w: w)
     print(f"{'zbarimg':<24}{f'{zh}/{total}':>14}{zf:>11}{shown(zw):>7}{zt:>9.2f}{zc:>8.2f}{'':>19}")
     for effort in efforts:
         found = run_scan(images, effort)

@@ -21,15 +21,7 @@ enum DegradedSet {
 
     /// The set's directory and manifest, generating the set when the cache lacks it.
     static func load() throws -> (URL, [Entry]) {
-        // This file is <repo>/Packages/Scanner/Tests/ScannerTests/DegradedSetTests.swift.
-        let repo = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-        let script = repo.appendingPathComponent("scripts/fixtures/degraded-barcodes.py")
-        let output = try Fixtures.run("python3", [script.path])
-        let path = String(decoding: output, as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        let dir = URL(fileURLWithPath: path)
+        let dir = try Fixtures.generatedSet("degraded-barcodes")
         let manifest = try Data(contentsOf: dir.appendingPathComponent("manifest.json"))
         return (dir, try JSONDecoder().decode([Entry].self, from: manifest))
     }

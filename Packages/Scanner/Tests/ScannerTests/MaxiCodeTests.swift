@@ -122,18 +122,7 @@ struct MaxiCodeTests {
         "The MaxiCode photo set: the default effort reads at least 36 of 40, nothing from decoys"
     )
     func photoSet() async throws {
-        // This file is <repo>/Packages/Scanner/Tests/ScannerTests/MaxiCodeTests.swift.
-        let repo = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-        let script = repo.appendingPathComponent("scripts/fixtures/maxicode-photos.py")
-        let root = URL(
-            fileURLWithPath: String(
-                decoding: try Fixtures.run("python3", [script.path]),
-                as: UTF8.self
-            )
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        )
+        let root = try Fixtures.generatedSet("maxicode-photos")
         let (read, expected, falsePositives) = await Corpus.score(under: root, with: Self.reader)
         #expect(expected == 40)
         #expect(read >= 36, "read \(read) of \(expected)")

@@ -315,20 +315,5 @@ struct RotationTests {
 /// by 90, 180 and 270 degrees and one odd angle, expected payloads carried over (cached per
 /// machine, generated on first use).
 enum RotatedSet {
-    static func load() throws -> URL {
-        // This file is <repo>/Packages/Scanner/Tests/ScannerTests/RotationTests.swift.
-        let repo = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-        let script = repo.appendingPathComponent("scripts/fixtures/rotated-barcodes.py")
-        var arguments = [script.path]
-        // The generator reads SHOPFLOOR_CORPUS itself; tests may find the corpus elsewhere.
-        arguments =
-            ["SHOPFLOOR_CORPUS=\(Fixtures.corpus.deletingLastPathComponent().path)", "python3"]
-            + arguments
-        let output = try Fixtures.run("env", arguments)
-        let path = String(decoding: output, as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        return URL(fileURLWithPath: path)
-    }
+    static func load() throws -> URL { try Fixtures.generatedSet("rotated-barcodes") }
 }
