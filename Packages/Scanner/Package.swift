@@ -102,10 +102,11 @@ let package = Package(
             name: "CZXingShim",
             cSettings: [.unsafeFlags(["-I\(zxingPrefix)/include"])],
             // The whole static archive: SwiftPM puts libraries before the objects that use them.
+            // `--wrap`: libzbar's assertion messages go through zbar_quiet.c, which drops them.
             linkerSettings: [
                 .unsafeFlags([
                     "-Xlinker", "--whole-archive", "\(zxingPrefix)/lib/libZXing.a",
-                    "-Xlinker", "--no-whole-archive",
+                    "-Xlinker", "--no-whole-archive", "-Xlinker", "--wrap=__fprintf_chk",
                 ]),
                 .linkedLibrary("stdc++"),
             ]

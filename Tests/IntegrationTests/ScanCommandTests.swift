@@ -50,6 +50,25 @@ struct ScanCommandTests {
         #expect(run.stderr.isEmpty)
     }
 
+    /// libzbar's DataBar decoder gave up on this image with "WARNING: decoder/databar.c:1265:
+    /// _zbar_decode_databar: Assertion ... failed." and its state on stderr.
+    @Test("libzbar's own assertion messages never reach scan's stderr")
+    func zbarQuiet() async throws {
+        // This file is <repo>/Tests/IntegrationTests/ScanCommandTests.swift.
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let script = repo.appendingPathComponent("scripts/fixtures/families-barcodes.py").path
+        let set = try await CommandRunner.run(URL(fileURLWithPath: "/usr/bin/python3"), [script])
+        try #require(set.status == 0, "\(set.stderr)")
+        let image = URL(
+            fileURLWithPath: set.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        ).appendingPathComponent("itf14/plain-a150-s150.png")
+        let run = try await ScanTool.run(["--quiet", image.path])
+        #expect(run.status == 0)
+        #expect(run.stdout == "I2/5:12345678901231\n")
+        #expect(run.stderr.isEmpty, "\(run.stderr)")
+    }
+
     @Test("--version prints the suite's version")
     func version() async throws {
         let run = try await ScanTool.run(["--version"])
