@@ -67,71 +67,32 @@ struct RotationTests {
     }
 
     /// ZXing read "1234" from a row crossing part of the symbol beside the whole reading
-    /// (seeds 5 and 6 of ImageMagick's noise, before the length and containment checks).
-    @Test("An ITF at an angle reads whole, never as a part of itself", arguments: [5, 6, 7])
-    func itfWhole(seed: Int) throws {
+    /// (seed 5, PNG, before the length and containment checks), and the small-symbol
+    /// check's second look took it for a correction of the whole reading (seed 1, JPEG).
+    @Test(
+        "An ITF at an angle reads whole, never as a part of itself",
+        arguments: [
+            (5, 100, 27, 0.5, "png"), (6, 100, 27, 0.5, "png"), (7, 100, 27, 0.5, "png"),
+            (1, 70, 33, 0.4, "jpg"),
+        ]
+    )
+    func itfWhole(photo: (seed: Int, scale: Int, degrees: Int, blur: Double, format: String))
+        throws
+    {
         let code = try Fixtures.zint("C25INTER", "12345678", extra: ["--scale=1"])
-        let photo = try Fixtures.convert(
+        let image = try Fixtures.convert(
             code,
-            to: "png",
-            options: [
-                "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-background",
-                "white", "-rotate", "27", "-bordercolor", "gray80", "-border", "30", "-blur",
-                "0x0.5", "-seed", "\(seed)", "-attenuate", "0.4", "+noise", "Gaussian",
-                "-colorspace", "gray",
-            ]
-        )
-        let codes = Self.reader.scan(try ImageBuffer(data: photo, name: "itf seed \(seed)"))
-        #expect(codes.map(\.text) == ["12345678"], "seed \(seed)")
-    }
-
-    /// The small-symbol check's second look read "1234" there and took it for a correction
-    /// of the whole reading.
-    @Test("A small ITF at an angle in a JPEG keeps its whole reading after the second look")
-    func itfSmallSecondLook() throws {
-        let code = try Fixtures.zint("C25INTER", "12345678", extra: ["--scale=1"])
-        let photo = try Fixtures.convert(
-            code,
-            to: "jpg",
+            to: photo.format,
             options: [
                 "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-filter",
-                "Triangle", "-resize", "70%", "-background", "white", "-rotate", "33",
-                "-bordercolor", "gray80", "-border", "30", "-blur", "0x0.4", "-seed", "1",
-                "-attenuate", "0.4", "+noise", "Gaussian", "-colorspace", "gray", "-quality",
-                "45",
+                "Triangle", "-resize", "\(photo.scale)%", "-background", "white", "-rotate",
+                "\(photo.degrees)", "-bordercolor", "gray80", "-border", "30", "-blur",
+                "0x\(photo.blur)", "-seed", "\(photo.seed)", "-attenuate", "0.4", "+noise",
+                "Gaussian", "-colorspace", "gray", "-quality", "45",
             ]
         )
-        let codes = Self.reader.scan(try ImageBuffer(data: photo, name: "small itf"))
-        #expect(codes.map(\.text) == ["12345678"])
-    }
-
-    @Test("A PDF417 reading whose corners make a wedge is no symbol; one seen at an angle is")
-    func pdf417Shape() {
-        func pdf417(_ corners: [(Int, Int)]) -> Barcode {
-            Barcode(
-                symbology: .pdf417,
-                text: "x",
-                bytes: Data("x".utf8),
-                points: corners.map { ImagePoint(x: $0.0, y: $0.1) },
-                engine: .zxing,
-                isGS1: false,
-                symbologyIdentifier: "]L2"
-            )
-        }
-        // The misread that led to the check: sides of 299, 18, 304 and 55 pixels.
-        #expect(
-            !RegionSearch.hasPlausibleShape(pdf417([(94, 369), (89, 70), (107, 67), (149, 371)]))
-        )
-        // Upright; in perspective (far side 0.6 of the near one); turned by 30°.
-        #expect(
-            RegionSearch.hasPlausibleShape(pdf417([(10, 10), (310, 10), (310, 110), (10, 110)]))
-        )
-        #expect(
-            RegionSearch.hasPlausibleShape(pdf417([(10, 30), (310, 0), (310, 140), (10, 110)]))
-        )
-        #expect(
-            RegionSearch.hasPlausibleShape(pdf417([(0, 0), (260, 150), (210, 237), (-50, 87)]))
-        )
+        let codes = Self.reader.scan(try ImageBuffer(data: image, name: "itf \(photo)"))
+        #expect(codes.map(\.text) == ["12345678"], "\(photo)")
     }
 
     @Test("ITF readings under 6 digits, or inside a longer one over the same bars, are dropped")
