@@ -156,18 +156,22 @@ struct Merger {
         code.symbology != .itf || code.text.count >= shortestITF
     }
 
+    /// Whether `part` is an ITF whose digits are part of the longer ITF `whole`.
+    static func isPartOfITF(_ part: Barcode, _ whole: Barcode) -> Bool {
+        part.symbology == .itf && whole.symbology == .itf && whole.text.count > part.text.count
+            && whole.text.contains(part.text)
+    }
+
     /// The readings in reading order, without an ITF whose digits are part of a longer ITF
     /// read over the same bars (the same partial row, long enough to pass the length check).
     func sorted() -> [Barcode] {
         let kept = items.filter { code in
-            code.symbology != .itf
-                || !items.contains { other in
-                    other.symbology == .itf && other.text.count > code.text.count
-                        && other.text.contains(code.text)
-                        && RegionSearch.barsBox(code).intersectionArea(
-                            with: RegionSearch.barsBox(other)
-                        ) > 0
-                }
+            !items.contains { other in
+                Self.isPartOfITF(code, other)
+                    && RegionSearch.barsBox(code).intersectionArea(
+                        with: RegionSearch.barsBox(other)
+                    ) > 0
+            }
         }
         return Self.inReadingOrder(kept)
     }

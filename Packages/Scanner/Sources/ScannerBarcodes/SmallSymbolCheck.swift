@@ -138,7 +138,7 @@ enum SmallSymbolCheck {
             let here = readings.filter {
                 covers(place, $0) && covers(RegionSearch.widened($0), code)
                     && Merger.isPlausible($0)
-                    && !($0.symbology == .itf && code.text.contains($0.text))
+                    && !Merger.isPartOfITF($0, code)
             }
             if here.contains(where: { $0.bytes == code.bytes || $0.text == code.text }) {
                 return nil
