@@ -102,8 +102,15 @@ struct RegionSearch {
         var candidates: [Candidate] = []
         for located in first.located {
             var candidate = Candidate(located: located)
+            // A square 2D symbol (not PDF417, whose rows are bars too) located inside bars is
+            // ZXing's guess, not the bars' extent: ZXing "located" a DataMatrix among the bars
+            // of a Code 39 turned by 200°, and the bars, taken in as its extent, never had
+            // the linear stages. The bars stay a candidate of their own.
+            let guessInBars =
+                !located.symbology.isLinear && located.symbology != .pdf417
             if let i = textured.firstIndex(where: {
                 $0.box.intersectionArea(with: candidate.box) > 0
+                    && !(guessInBars && $0.isLinear)
             }) {
                 candidate.box = Self.union(candidate.box, textured[i].box)
                 if textured[i].isLinear { candidate.angle = textured[i].angle }
@@ -115,7 +122,8 @@ struct RegionSearch {
         logger.debug(
             "scanner regions",
             metadata: [
-                "located": "\(first.located.count)",
+                "located":
+                    "\(first.located.map { "\($0.symbology.rawValue) \(PixelRect(bounding: $0.points))" })",
                 "regions":
                     "\(regions.map { "\($0.box) \($0.isLinear ? "1D" : "2D") \(Int($0.angle))° e\(Int($0.energy)) c\(String(format: "%.2f", $0.coherence))" })",
             ]

@@ -14,7 +14,8 @@ struct FamiliesSetTests {
     /// Floors a little under what the default effort read when this was written (plain 315
     /// of 320, hard 278 of 320, no misread; the build before it 314, 270 and 13 misreads:
     /// partial ITF readings and a PDF417 read as text nobody printed), the hard floor raised
-    /// when 2D regions were also scaled up and sharpened (317 and 288).
+    /// when 2D regions were also scaled up and sharpened (317 and 288), the plain floor when
+    /// bars under a 2D guess kept their linear stages (319 and 289).
     @Test("The default effort reads the families set with no misread, every family plain")
     func familiesSet() async throws {
         let root = try Fixtures.generatedSet("families-barcodes")
@@ -38,7 +39,7 @@ struct FamiliesSetTests {
                 .map { "\(family)/\(url.lastPathComponent): \($0.symbology) \($0.text)" }
         }
         #expect(total == ["plain": 320, "hard": 320])
-        #expect(read["plain", default: 0] >= 310, "plain: read \(read["plain", default: 0])")
+        #expect(read["plain", default: 0] >= 314, "plain: read \(read["plain", default: 0])")
         #expect(read["hard", default: 0] >= 282, "hard: read \(read["hard", default: 0])")
         #expect(misreads.isEmpty, "\(misreads)")
         // Each family reads in at least 13 of its 16 plain images (Aztec at 45° and small is
