@@ -359,12 +359,16 @@ struct RegionSearch {
     /// Whether a 1D reading lies over most of the bars of a 1D symbol already decoded with
     /// other contents: two payloads from the same bars cannot both be right, and the later
     /// one comes from a fallback pass (a row crossing a symbol cut at the image's edge read
-    /// as another EAN-13 that passed its check digit). The first reading stands.
+    /// as another EAN-13 that passed its check digit). The first reading stands, unless the
+    /// merge refuses it anyway: an ITF too short to report, or part of the later one (the
+    /// first pass read "1234" across an ITF at 45°, which hid "12345678" and left nothing).
     func contradictsDecoded(_ code: Barcode) -> Bool {
         guard code.symbology.isLinear else { return false }
         let box = Self.barsBox(code)
         return decoded.contains { other in
-            guard other.symbology.isLinear, other.bytes != code.bytes else { return false }
+            guard other.symbology.isLinear, other.bytes != code.bytes,
+                Merger.isPlausible(other), !Merger.isPartOfITF(other, code)
+            else { return false }
             let theirs = Self.barsBox(other)
             let smaller = min(box.width * box.height, theirs.width * theirs.height)
             return smaller > 0 && box.intersectionArea(with: theirs) * 2 >= smaller
