@@ -156,9 +156,7 @@ struct RegionSearch {
         if merger.isEmpty, max(grey.width, grey.height) <= 160 {
             smallImage(into: &merger)
         }
-        if merger.isEmpty,
-            options.effort == .thorough || grey.width * grey.height <= Self.wholeImagePixels
-        {
+        if options.effort == .thorough, merger.isEmpty {
             wholeImage(into: &merger)
         }
     }
@@ -197,16 +195,9 @@ struct RegionSearch {
         logger.debug("scanner pass", metadata: Self.metadata("small image", found.count, started))
     }
 
-    /// Images up to this many pixels (about 245 x 245) that the regions gave nothing get the
-    /// whole-image variants at every effort: at that size they cost a few milliseconds. The
-    /// families set's small Codabars in perspective and JPEG read only there (hard 290 -> 293
-    /// of 320, rotated 528 -> 529); at 120,000 px the degraded set read 6 more for twice its
-    /// time (its 200 barcode-free images pay for every variant).
-    static let wholeImagePixels = 60_000
-
-    /// Thorough effort, and small images at every effort, when the regions gave nothing: the
-    /// whole image through the variants that find what the region analysis misses (a symbol
-    /// cut by the frame, faint texture, a 45° tilt the texture measure took for another).
+    /// Thorough effort, when the regions gave nothing: the whole image through the variants
+    /// that find what the region analysis misses (a symbol cut by the frame, faint texture,
+    /// a 45° tilt the texture measure took for another).
     mutating func wholeImage(into merger: inout Merger) {
         var harder = zxingPass()
         let variants: [(String, Set<Symbology>, ZXingEngine.Pass, Derivation)] = [

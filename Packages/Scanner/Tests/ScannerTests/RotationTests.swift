@@ -86,39 +86,6 @@ struct RotationTests {
         #expect(codes.map(\.text) == ["SHOP-2026"])
     }
 
-    /// The families set's codabar/hard-a018-s80 and hard-a120-s80 (their seeds and corner
-    /// offsets): modules of 1.6 px in perspective and JPEG 50, which no region stage read;
-    /// the whole-image passes, once thorough only, read them.
-    @Test(
-        "A small photo whose regions read nothing gets the whole-image passes",
-        arguments: [
-            (
-                18, 503_085_199,
-                "0,0 13.2,3.0 224,0 237.2,-10.3 224,210 220.5,200.6 0,210 -1.5,220.2"
-            ),
-            (
-                120, 68_798_046,
-                "0,0 -2.1,-1.3 226,0 216.5,9.7 226,234 234.0,237.2 0,234 1.8,221.5"
-            ),
-        ]
-    )
-    func smallPhotoWhole(degrees: Int, seed: Int, corners: String) throws {
-        let code = try Fixtures.zint("CODABAR", "A40156B", extra: ["--scale=1"])
-        let image = try Fixtures.convert(
-            code,
-            to: "jpg",
-            options: [
-                "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-filter",
-                "Triangle", "-resize", "80%", "-background", "white", "-rotate", "\(degrees)",
-                "-bordercolor", "gray80", "-border", "30", "-blur", "0x0.3", "-seed", "\(seed)",
-                "-attenuate", "0.4", "+noise", "Gaussian", "-colorspace", "gray",
-                "-virtual-pixel", "edge", "-distort", "Perspective", corners, "-quality", "50",
-            ]
-        )
-        let photo = try ImageBuffer(data: image, name: "codabar at \(degrees)°")
-        #expect(Self.reader.scan(photo).map(\.text) == ["A40156B"], "\(degrees)°")
-    }
-
     /// ZXing read "1234" from a row crossing part of the symbol beside the whole reading
     /// (seed 5, PNG, before the length and containment checks), and the small-symbol
     /// check's second look took it for a correction of the whole reading (seed 1, JPEG).
