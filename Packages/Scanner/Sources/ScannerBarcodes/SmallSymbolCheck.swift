@@ -97,6 +97,26 @@ enum SmallSymbolCheck {
             return nil
         }
         let toGrey = PointTransform.translation(Double(max(0, place.x)), Double(max(0, place.y)))
+        // A symbol at an odd angle is read again turned upright, cut to its own rectangle:
+        // ZXing's 1D readers follow rows, and the bounding box of a tilted symbol, scaled,
+        // read none of 97 such symbols of the families set, at 36 ms each.
+        let oriented = orientation(of: code)
+        func image(_ factor: Double) -> (ImageBuffer, PointTransform) {
+            if let oriented {
+                let (turned, back) = GreyOps.orientedRect(
+                    grey,
+                    centre: oriented.centre,
+                    degrees: oriented.degrees,
+                    width: oriented.width,
+                    height: oriented.height,
+                    scale: factor
+                )
+                return (turned, back)
+            }
+            if factor == 1 { return (crop, toGrey) }
+            let (scaled, back) = GreyOps.scaled(crop, by: factor)
+            return (scaled, toGrey.after(back))
+        }
         let kind: Set<Symbology> =
             code.symbology.isEAN ? [.ean13, .upcA] : [code.symbology]
         let symbologies = options.symbologies.intersection(kind)
@@ -117,11 +137,8 @@ enum SmallSymbolCheck {
             : [(2, pass), (2, fixed), (2, global), (3, pass)]
         var twice: (ImageBuffer, PointTransform)?
         for (factor, pass) in variants {
-            if factor == 2, twice == nil { twice = GreyOps.scaled(crop, by: 2) }
-            let (scaled, back) =
-                factor == 1
-                ? (crop, .identity) : factor == 2 ? twice! : GreyOps.scaled(crop, by: factor)
-            let transform = toGrey.after(back)
+            if factor == 2, twice == nil { twice = image(2) }
+            let (scaled, transform) = factor == 2 ? twice! : image(factor)
             var readings =
                 ZXingEngine.read(
                     scaled,
@@ -146,6 +163,42 @@ enum SmallSymbolCheck {
             if let other = here.first { return other }
         }
         return nil
+    }
+
+    /// Where a tilted 1D symbol or PDF417 lies, as a rectangle along its rows: its centre,
+    /// the direction of its rows (degrees clockwise from the image's rows), and its extent
+    /// widened as ``RegionSearch/widened(_:)`` widens a box: an eighth of its length along
+    /// it for the quiet zones, two fifths across each way for the bars' height and digits.
+    /// Nil within 10° of the image's axes, where the bounding box serves.
+    static func orientation(of code: Barcode)
+        -> (centre: (x: Double, y: Double), degrees: Double, width: Double, height: Double)?
+    {
+        let p = code.points.map { (x: Double($0.x), y: Double($0.y)) }
+        guard p.count >= 2 else { return nil }
+        // ZXing's first two corners run along the rows (a 1D reading's scan line); zbar's
+        // quadrilateral is the box of its scan lines, longest along them.
+        var (dx, dy) = (p[1].x - p[0].x, p[1].y - p[0].y)
+        if code.engine == .zbar, p.count >= 3 {
+            let (ex, ey) = (p[2].x - p[1].x, p[2].y - p[1].y)
+            if ex * ex + ey * ey > dx * dx + dy * dy { (dx, dy) = (ex, ey) }
+        }
+        guard dx * dx + dy * dy >= 64 else { return nil }
+        let degrees = atan2(dy, dx) * 180 / .pi
+        let offAxis = abs(degrees.truncatingRemainder(dividingBy: 90))
+        guard min(offAxis, 90 - offAxis) > 10 else { return nil }
+        let r = degrees * .pi / 180
+        let along = p.map { $0.x * cos(r) + $0.y * sin(r) }
+        let across = p.map { -$0.x * sin(r) + $0.y * cos(r) }
+        let (a0, a1) = (along.min()!, along.max()!)
+        let (n0, n1) = (across.min()!, across.max()!)
+        let (midA, midN) = ((a0 + a1) / 2, (n0 + n1) / 2)
+        let length = a1 - a0
+        return (
+            centre: (midA * cos(r) - midN * sin(r), midA * sin(r) + midN * cos(r)),
+            degrees: degrees,
+            width: length * 1.25,
+            height: (n1 - n0) + length * 0.8
+        )
     }
 
     /// Whether the centre of `code`'s box lies in `box`.

@@ -21,9 +21,84 @@ extension GreyOps {
         let s = max(scale, 0.25)
         let w = max(1, Int((Double(rotation.width) * s).rounded()))
         let h = max(1, Int((Double(rotation.height) * s).rounded()))
+        let out = catmullRomSample(
+            g,
+            cosR: rotation.cosR,
+            sinR: rotation.sinR,
+            centre: (rotation.cx, rotation.cy),
+            offset: (rotation.ox, rotation.oy),
+            scale: s,
+            width: w,
+            height: h
+        )
+        return (
+            packed(width: w, height: h, out),
+            rotation.back.after(
+                PointTransform(
+                    a: Double(rotation.width) / Double(w),
+                    d: Double(rotation.height) / Double(h)
+                )
+            )
+        )
+    }
+
+    /// The rectangle of `width` × `height` source pixels centred on `centre`, its rows along
+    /// the direction `degrees` clockwise on screen from the image's rows (the direction
+    /// ``rotatedSharp(_:degrees:scale:)`` by `-degrees` turns upright), scaled by
+    /// `scale`: that rotation's result cut to the rectangle, resampled the same way but
+    /// only where the rectangle lies. A small symbol at an odd angle, read again, needs its
+    /// own few thousand pixels turned, not the canvas around its bounding box. Outside the
+    /// image reads white.
+    package static func orientedRect(
+        _ g: ImageBuffer,
+        centre: (x: Double, y: Double),
+        degrees: Double,
+        width: Double,
+        height: Double,
+        scale: Double
+    ) -> (ImageBuffer, PointTransform) {
+        let r = -degrees * .pi / 180
+        let (cosR, sinR) = (cos(r), sin(r))
+        let s = max(scale, 0.25)
+        let w = max(1, Int((width * s).rounded()))
+        let h = max(1, Int((height * s).rounded()))
+        let (ox, oy) = (Double(w) / s / 2, Double(h) / s / 2)
+        let out = catmullRomSample(
+            g,
+            cosR: cosR,
+            sinR: sinR,
+            centre: centre,
+            offset: (ox, oy),
+            scale: s,
+            width: w,
+            height: h
+        )
+        let back = PointTransform(
+            a: cosR,
+            b: sinR,
+            c: -sinR,
+            d: cosR,
+            tx: -cosR * ox - sinR * oy + centre.x,
+            ty: sinR * ox - cosR * oy + centre.y
+        )
+        return (packed(width: w, height: h, out), back.after(.scale(1 / s)))
+    }
+
+    /// A `width` × `height` image whose pixel centre (x + 0.5, y + 0.5), divided by `scale`
+    /// and less `offset`, is turned by the rotation (cosR, sinR) onto `centre` of `g`
+    /// (pixel centres at half pixels); Catmull-Rom interpolation, white outside `g`.
+    private static func catmullRomSample(
+        _ g: ImageBuffer,
+        cosR: Double,
+        sinR: Double,
+        centre: (x: Double, y: Double),
+        offset: (x: Double, y: Double),
+        scale s: Double,
+        width w: Int,
+        height h: Int
+    ) -> [UInt8] {
         var out = [UInt8](repeating: 255, count: w * h)
-        let (cosR, sinR) = (rotation.cosR, rotation.sinR)
-        let (cx, cy, ox, oy) = (rotation.cx, rotation.cy, rotation.ox, rotation.oy)
+        let (cx, cy, ox, oy) = (centre.x, centre.y, offset.x, offset.y)
         let (sw, sh, stride) = (g.width, g.height, g.stride)
         // Positions in 1/65536 pixel, weights from a table by the 1/64 phase (each row of four
         // sums to 256): integer arithmetic in the loop.
@@ -85,15 +160,7 @@ extension GreyOps {
                 }
             }
         }
-        return (
-            packed(width: w, height: h, out),
-            rotation.back.after(
-                PointTransform(
-                    a: Double(rotation.width) / Double(w),
-                    d: Double(rotation.height) / Double(h)
-                )
-            )
-        )
+        return out
     }
 
     /// Catmull-Rom weights for taps at -1, 0, 1, 2 of a sample 0/64..63/64 of a pixel past

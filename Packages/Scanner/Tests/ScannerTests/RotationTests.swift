@@ -174,6 +174,70 @@ struct RotationTests {
         #expect(abs(Double(turned.width) - expectedWidth) <= scale + 1)
     }
 
+    @Test(
+        "An oriented rectangle is the sharp rotation's canvas cut to it, mapping points back",
+        arguments: [(37.0, 2.0), (-71, 1), (150, 3)]
+    )
+    func orientedRectangle(degrees: Double, scale: Double) throws {
+        // Noise, so that any shift or wrong turn shows in the pixels.
+        let (width, height) = (61, 43)
+        var state: UInt64 = 7
+        let pixels = (0..<(width * height)).map { _ -> UInt8 in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+        let image = try ImageBuffer(width: width, height: height, format: .grey, pixels: pixels)
+        // Centred on the image's centre with the canvas's size: the same pixels as turning
+        // the whole image by the opposite angle.
+        let (canvas, _) = GreyOps.rotatedSharp(image, degrees: -degrees, scale: scale)
+        let whole = GreyOps.Rotation(image, degrees: -degrees)
+        let (cut, _) = GreyOps.orientedRect(
+            image,
+            centre: (Double(width) / 2, Double(height) / 2),
+            degrees: degrees,
+            width: Double(whole.width),
+            height: Double(whole.height),
+            scale: scale
+        )
+        #expect(cut.width == canvas.width && cut.height == canvas.height)
+        #expect(cut.pixels == canvas.pixels)
+        // Off the centre and smaller: the rectangle's middle is the centre asked for, and
+        // its first row runs along `degrees`.
+        let centre = (x: 22.0, y: 17.0)
+        let (small, back) = GreyOps.orientedRect(
+            image,
+            centre: centre,
+            degrees: degrees,
+            width: 20,
+            height: 10,
+            scale: scale
+        )
+        #expect(small.width == Int((20 * scale).rounded()))
+        #expect(small.height == Int((10 * scale).rounded()))
+        let middle = back.apply(ImagePoint(x: small.width / 2, y: small.height / 2))
+        #expect(abs(Double(middle.x) - centre.x) <= 1 && abs(Double(middle.y) - centre.y) <= 1)
+        let start = back.apply(ImagePoint(x: 0, y: 0))
+        let end = back.apply(ImagePoint(x: small.width, y: 0))
+        let direction = atan2(Double(end.y - start.y), Double(end.x - start.x)) * 180 / .pi
+        let off = abs(direction - degrees).truncatingRemainder(dividingBy: 360)
+        #expect(min(off, 360 - off) < 4, "first row at \(direction)° for \(degrees)°")
+        // Each pixel is the source's near where `back` puts it (noise: within the spread of
+        // Catmull-Rom between neighbours, so a wrong place would miss by far more often).
+        var far = 0
+        for y in stride(from: 2, to: small.height - 2, by: 3) {
+            for x in stride(from: 2, to: small.width - 2, by: 3) {
+                let p = back.apply(ImagePoint(x: x, y: y))
+                guard p.x >= 1, p.y >= 1, p.x < width - 1, p.y < height - 1 else { continue }
+                let near = (-1...1).flatMap { dy in
+                    (-1...1).map { dx in Int(pixels[(p.y + dy) * width + p.x + dx]) }
+                }
+                let v = Int(small.pixels[y * small.stride + x])
+                if v < near.min()! - 40 || v > near.max()! + 40 { far += 1 }
+            }
+        }
+        #expect(far == 0)
+    }
+
     @Test("Turned there and back, two-pixel stripes keep more contrast than with the area map")
     func sharpRotationKeepsContrast() throws {
         let size = 120
