@@ -382,12 +382,14 @@ package.targets += [
     ),
     .testTarget(
         name: "ScannerTests",
-        // The umbrella, and the targets whose internals the OCR and small-symbol tests see.
+        // The umbrella, the targets whose internals the OCR and small-symbol tests see, and
+        // swift-log's in-memory handler for the region search's log.
         dependencies: [
             .product(name: "Scanner", package: "Scanner"),
             .product(name: "ScannerBarcodes", package: "Scanner"),
             .product(name: "ScannerImages", package: "Scanner"),
             .product(name: "ScannerText", package: "Scanner"),
+            .product(name: "InMemoryLogging", package: "swift-log"),
         ],
         path: "Packages/Scanner/Tests/ScannerTests",
         swiftSettings: swiftSettings

@@ -144,7 +144,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ScannerTests",
-            dependencies: ["Scanner", "ScannerBarcodes", "ScannerImages", "ScannerText"],
+            dependencies: [
+                "Scanner", "ScannerBarcodes", "ScannerImages", "ScannerText",
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -125,6 +125,22 @@ enum RegionFinder {
             return Double(((a - b) * (a - b) + 4 * c * c).squareRoot() / (a + b))
         }
 
+        /// The mean edge energy per pixel of the tiles whose centre lies in `rect` (the unit of
+        /// ``CandidateRegion/energy``), or nil when none does.
+        func energy(in rect: PixelRect) -> Double? {
+            let c0 = max(0, (rect.x - cell / 2 + cell - 1) / cell)
+            let c1 = min(columns - 1, (rect.x + rect.width - cell / 2) / cell)
+            let r0 = max(0, (rect.y - cell / 2 + cell - 1) / cell)
+            let r1 = min(rows - 1, (rect.y + rect.height - cell / 2) / cell)
+            guard c0 <= c1, r0 <= r1 else { return nil }
+            var sum = Float(0)
+            for ty in r0...r1 {
+                for tx in c0...c1 { sum += xx[ty * columns + tx] + yy[ty * columns + tx] }
+            }
+            let tiles = Float((c1 - c0 + 1) * (r1 - r0 + 1))
+            return Double(sum / (tiles * Float(RegionFinder.tile * RegionFinder.tile)))
+        }
+
         func regions(excluding excluded: [PixelRect], limit: Int) -> [CandidateRegion] {
             let count = columns * rows
             guard count >= 4 else { return [] }

@@ -1,4 +1,6 @@
 import Foundation
+import InMemoryLogging
+import Logging
 import Testing
 
 @testable import Scanner
@@ -84,6 +86,49 @@ struct RotationTests {
         )
         let codes = Self.reader.scan(try ImageBuffer(data: image, name: "code 39 at 200°"))
         #expect(codes.map(\.text) == ["SHOP-2026"])
+    }
+
+    /// At 27° and 33° zbar reads this EAN-13 first, and its box of a tilted symbol is a few
+    /// scan lines', so the bars (at 33° with a ZXing guess of a UPC-E on them) stay a
+    /// candidate; at 63° ZXing reads it, and the label's grey ground around it, whose box
+    /// takes it in, is one. Each stage read the EAN-13 again and went on: six stages, about
+    /// 45 ms, for nothing. A stage that reads only symbols decoded before, whose boxes take
+    /// in most of the region or whose texture is far stronger than the region's, now ends
+    /// its search.
+    @Test(
+        "A region holding only a symbol read before ends at its first stage",
+        arguments: [
+            (27, 150, "(decoded before)"), (33, 150, "(decoded before)"), (63, 100, "(ground)"),
+        ]
+    )
+    func regionOfADecodedSymbol(photo: (degrees: Int, scale: Int, end: String)) throws {
+        let degrees = photo.degrees
+        let code = try Fixtures.zint("EANX", "590123412345", extra: ["--scale=1"])
+        let image = try Fixtures.convert(
+            code,
+            to: "png",
+            options: [
+                "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-filter",
+                "Triangle", "-resize", "\(photo.scale)%", "-background", "white", "-rotate",
+                "\(degrees)",
+                "-bordercolor", "gray80", "-border", "30", "-blur", "0x0.8", "-seed", "1",
+                "-attenuate", "0.4", "+noise", "Gaussian", "-colorspace", "gray",
+            ]
+        )
+        let log = InMemoryLogHandler()
+        var logger = Logger(label: "region search") { _ in log }
+        logger.logLevel = .debug
+        let reader = BarcodeReader(options: .standard, logger: logger)
+        let codes = reader.scan(try ImageBuffer(data: image, name: "ean-13 at \(degrees)°"))
+        #expect(codes.map(\.text) == ["5901234123457"])
+        let regions = log.entries.filter { $0.message.description == "scanner region" }
+        let stages = log.entries.filter { $0.message.description == "scanner stage" }
+        #expect(!regions.isEmpty)
+        for region in regions {
+            let name = region.metadata["name"].map { "\($0)" } ?? ""
+            #expect(name.hasSuffix(photo.end), "\(region.metadata)")
+        }
+        #expect(stages.count == regions.count)
     }
 
     /// ZXing read "1234" from a row crossing part of the symbol beside the whole reading
