@@ -60,13 +60,14 @@ struct DegradedSetTests {
         #expect(missing.isEmpty, "missing: \(missing.prefix(5).map(\.file))")
     }
 
-    /// Floors a little under what the default effort read when this test was last raised (502
-    /// symbols, after the scaled-up and sharpened stage for 2D regions; 474 when it was
+    /// Floors a little under what the default effort read when this test was last raised (508
+    /// symbols, after small square regions were scaled by 4 and sharpened; 502 after the
+    /// scaled-up and sharpened stage for 2D regions; 474 when it was
     /// written, 451 before issue 29's bars' angle and quiet zones, when `--effort thorough`
     /// read 461): better decoding must not fail it, worse must. No reading may name a
     /// payload its image does not hold.
     @Test(
-        "the default effort reads at least 495 of the 610 symbols, misreads none and reads nothing in barcode-free images"
+        "the default effort reads at least 502 of the 610 symbols, misreads none and reads nothing in barcode-free images"
     )
     func defaultEffort() async throws {
         let (dir, entries) = try DegradedSet.load()
@@ -89,7 +90,7 @@ struct DegradedSetTests {
                 .map { "\(entry.file): \($0)" }
         }
         #expect(falsePositives.isEmpty, "\(falsePositives)")
-        #expect(read >= 495, "read \(read) of 610: \(bySymbology)")
+        #expect(read >= 502, "read \(read) of 610: \(bySymbology)")
         // Every kind of symbol is read well beyond what zbarimg manages (0 for DataMatrix
         // and PDF417, 10 of 102 Code 128).
         for (symbology, floor) in [
@@ -133,5 +134,59 @@ struct OutOfFocusTests {
             try ImageBuffer(data: image, name: "\(symbol) blurred \(sigma)")
         )
         #expect(codes.map(\.text) == [text], "\(symbol) at \(percent) %, sigma \(sigma)")
+    }
+}
+
+/// Photographs of the families set's hard half, rebuilt from the generator's seeds: each
+/// failed at the default effort before small square regions were scaled by 4 with
+/// Catmull-Rom and sharpened. Modules of 1.6 px under JPEG quality 50 leave too few pixels a
+/// module for scaling by 2.
+@Suite("2D symbols at 1.6 px modules under JPEG")
+struct SmallModulesUnderJPEGTests {
+    @Test(
+        "Aztec, Micro QR, DataMatrix and QR at 80% of 2 px modules read at the default effort",
+        arguments: [
+            (
+                "AZTEC", "Shopfloor aisle 7 bay 2", 33, 336_354_161,
+                "0,0 0.2,-1.5 132,0 129.9,2.5 132,132 130.2,132.2 0,132 0.7,127.8"
+            ),
+            (
+                "MICROQR", "SHOP12", 18, 210_217_485,
+                "0,0 5.9,-5.8 112,0 118.1,-1.5 112,112 114.4,116.5 0,112 -1.1,108.0"
+            ),
+            (
+                "DATAMATRIX", "Shopfloor DM 42", 18, 662_122_795,
+                "0,0 0.6,-6.0 131,0 134.0,2.9 131,116 135.3,117.2 0,116 -6.6,118.6"
+            ),
+            (
+                "QRCODE", "https://shopfloor.test/r/ABC123", 0, 529_207_463,
+                "0,0 3.4,3.5 119,0 119.8,-2.3 119,119 115.6,115.9 0,119 0.2,117.7"
+            ),
+        ]
+    )
+    func smallModules(
+        photo: (symbol: String, text: String, degrees: Int, seed: Int, corners: String)
+    )
+        throws
+    {
+        let code = try Fixtures.zint(photo.symbol, photo.text, extra: ["--scale=1"])
+        // As families-barcodes.py photographs its hard half: scaled to 80%, turned, on a
+        // grey ground, blurred 0.3 px, camera noise, the corners moved by up to 6%, JPEG 50.
+        let image = try Fixtures.convert(
+            code,
+            to: "jpg",
+            options: [
+                "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-filter",
+                "Triangle", "-resize", "80%", "-background", "white", "-rotate",
+                "\(photo.degrees)", "-bordercolor", "gray80", "-border", "30", "-blur",
+                "0x0.3", "-seed", "\(photo.seed)", "-attenuate", "0.4", "+noise", "Gaussian",
+                "-colorspace", "gray", "-virtual-pixel", "edge", "-distort", "Perspective",
+                photo.corners, "-quality", "50",
+            ]
+        )
+        let codes = BarcodeReader().scan(
+            try ImageBuffer(data: image, name: "\(photo.symbol) at \(photo.degrees)°")
+        )
+        #expect(codes.map(\.text) == [photo.text], "\(photo.symbol) at \(photo.degrees)°")
     }
 }

@@ -15,7 +15,8 @@ struct FamiliesSetTests {
     /// of 320, hard 278 of 320, no misread; the build before it 314, 270 and 13 misreads:
     /// partial ITF readings and a PDF417 read as text nobody printed), the hard floor raised
     /// when 2D regions were also scaled up and sharpened (317 and 288), the plain floor when
-    /// bars under a 2D guess kept their linear stages (319 and 289).
+    /// bars under a 2D guess kept their linear stages (319 and 289), the hard floor again when
+    /// small square regions were scaled by 4 and sharpened (320 and 300).
     @Test("The default effort reads the families set with no misread, every family plain")
     func familiesSet() async throws {
         let root = try Fixtures.generatedSet("families-barcodes")
@@ -40,7 +41,7 @@ struct FamiliesSetTests {
         }
         #expect(total == ["plain": 320, "hard": 320])
         #expect(read["plain", default: 0] >= 314, "plain: read \(read["plain", default: 0])")
-        #expect(read["hard", default: 0] >= 282, "hard: read \(read["hard", default: 0])")
+        #expect(read["hard", default: 0] >= 294, "hard: read \(read["hard", default: 0])")
         #expect(misreads.isEmpty, "\(misreads)")
         // Each family reads in at least 13 of its 16 plain images (Aztec at 45° and small is
         // the weakest: 14 when this was written).
