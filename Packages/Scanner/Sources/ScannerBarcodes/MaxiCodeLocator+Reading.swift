@@ -83,13 +83,24 @@ extension MaxiCodeLocator {
         _ y: Double,
         spread: Double
     ) -> Int {
-        var dark = 0
-        let across = spread * 0.866_025_4
-        for (ox, oy) in [(0.0, 0.0), (spread, 0), (-spread, 0), (0, across), (0, -across)] {
-            let (ix, iy) = place.apply(x + ox, y + oy)
-            if map.isDark(Int(ix.rounded(.down)), Int(iy.rounded(.down))) { dark += 1 }
+        // Unrolled, with a floor that needs no call into libm (`rounded(.down)` is one on a
+        // baseline x86-64 build): this is the locator's inner loop (24% of a MaxiCode photo's
+        // time, in ``agreement``).
+        @inline(__always)
+        func dark(_ sx: Double, _ sy: Double) -> Int {
+            let (ix, iy) = place.apply(sx, sy)
+            return map.isDark(floorInt(ix), floorInt(iy)) ? 1 : 0
         }
-        return dark
+        let across = spread * 0.866_025_4
+        return dark(x, y) + dark(x + spread, y) + dark(x - spread, y) + dark(x, y + across)
+            + dark(x, y - across)
+    }
+
+    /// `Int(v.rounded(.down))`, for values an `Int` holds.
+    @inline(__always)
+    static func floorInt(_ v: Double) -> Int {
+        let t = Int(v)
+        return Double(t) > v ? t - 1 : t
     }
 
     /// Whether the module centred at symbol point (x, y) is dark: a majority of five samples

@@ -96,6 +96,13 @@ struct MaxiCodeTests {
         #expect(Self.reader.scan(image).filter { $0.symbology == .maxiCode }.isEmpty)
     }
 
+    @Test("The grid's samples floor their positions as rounding down does, below zero too")
+    func samplePositions() {
+        for v in [-2.5, -1.0, -0.75, -0.0, 0.0, 0.25, 0.999_999, 1.0, 17.5, 1_234.000_001] {
+            #expect(MaxiCodeLocator.floorInt(v) == Int(v.rounded(.down)), "\(v)")
+        }
+    }
+
     @Test("The bullseye's ellipse gives the view's stretch: a circle, then one squeezed")
     func ellipse() throws {
         let round = MaxiCodeLocator.Bullseye(x: 0, y: 0, spans: [100, 100, 100, 100], hits: 1)
