@@ -326,10 +326,18 @@ extension RegionFinder {
                 sums[i] = 0
                 counts[i] = 0
             }
-            for i in xs.indices {
-                let bin = radius + Int((xs[i] * c + ys[i] * s).rounded())
-                sums[bin] += vs[i]
-                counts[bin] += 1
+            // The nearest bin, halves away from zero as `rounded()` does, without its call
+            // into libm (a baseline x86-64 build has no rounding instruction): 8,000
+            // samples at 31 angles a region.
+            sums.withUnsafeMutableBufferPointer { sum in
+                counts.withUnsafeMutableBufferPointer { count in
+                    for i in xs.indices {
+                        let t = xs[i] * c + ys[i] * s
+                        let bin = radius + Int(t + (t < 0 ? -0.5 : 0.5))
+                        sum[bin] += vs[i]
+                        count[bin] += 1
+                    }
+                }
             }
             // Between-bin variance (times the sample count), bins of few samples left out:
             // the corners of the projection say nothing about the bars.
