@@ -170,19 +170,16 @@ struct SmallModulesUnderJPEGTests {
         throws
     {
         let code = try Fixtures.zint(photo.symbol, photo.text, extra: ["--scale=1"])
-        // As families-barcodes.py photographs its hard half: scaled to 80%, turned, on a
-        // grey ground, blurred 0.3 px, camera noise, the corners moved by up to 6%, JPEG 50.
-        let image = try Fixtures.convert(
+        // As the families set's hard half: the corners moved by up to 6%, JPEG quality 50.
+        let image = try Fixtures.photographed(
             code,
-            to: "jpg",
-            options: [
-                "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-filter",
-                "Triangle", "-resize", "80%", "-background", "white", "-rotate",
-                "\(photo.degrees)", "-bordercolor", "gray80", "-border", "30", "-blur",
-                "0x0.3", "-seed", "\(photo.seed)", "-attenuate", "0.4", "+noise", "Gaussian",
-                "-colorspace", "gray", "-virtual-pixel", "edge", "-distort", "Perspective",
-                photo.corners, "-quality", "50",
-            ]
+            percent: 80,
+            degrees: photo.degrees,
+            blur: 0.3,
+            seed: photo.seed,
+            corners: photo.corners,
+            format: "jpg",
+            quality: 50
         )
         let codes = BarcodeReader().scan(
             try ImageBuffer(data: image, name: "\(photo.symbol) at \(photo.degrees)°")

@@ -65,6 +65,34 @@ enum Fixtures {
         return try Data(contentsOf: out)
     }
 
+    /// `code` (a zint symbol of one-pixel modules) photographed as
+    /// `scripts/fixtures/families-barcodes.py` photographs its set: on a light label with a
+    /// quiet zone, scaled to `percent`, turned by `degrees`, on a grey ground, blurred by
+    /// `blur` px, camera noise from `seed`; with `corners` (ImageMagick's perspective pairs)
+    /// also seen at an angle, as its hard half is. Saved as `format` at `quality`.
+    static func photographed(
+        _ code: Data,
+        percent: Int,
+        degrees: Int,
+        blur: Double,
+        seed: Int,
+        corners: String? = nil,
+        format: String = "png",
+        quality: Int? = nil
+    ) throws -> Data {
+        var options = [
+            "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-filter",
+            "Triangle", "-resize", "\(percent)%", "-background", "white", "-rotate",
+            "\(degrees)", "-bordercolor", "gray80", "-border", "30", "-blur", "0x\(blur)",
+            "-seed", "\(seed)", "-attenuate", "0.4", "+noise", "Gaussian", "-colorspace", "gray",
+        ]
+        if let corners {
+            options += ["-virtual-pixel", "edge", "-distort", "Perspective", corners]
+        }
+        if let quality { options += ["-quality", "\(quality)"] }
+        return try convert(code, to: format, options: options)
+    }
+
     /// Converts an image with ImageMagick (`convert - <options> ext:-`).
     static func convert(_ image: Data, to ext: String, options: [String] = []) throws -> Data {
         try run("convert", ["-"] + options + ["\(ext):-"], input: image)

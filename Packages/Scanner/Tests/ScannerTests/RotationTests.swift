@@ -74,15 +74,12 @@ struct RotationTests {
     @Test("Bars where ZXing guessed a 2D symbol still get the linear stages")
     func barsUnderA2DGuess() throws {
         let code = try Fixtures.zint("CODE39", "SHOP-2026", extra: ["--scale=1"])
-        let image = try Fixtures.convert(
+        let image = try Fixtures.photographed(
             code,
-            to: "png",
-            options: [
-                "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-filter",
-                "Triangle", "-resize", "150%", "-background", "white", "-rotate", "200",
-                "-bordercolor", "gray80", "-border", "30", "-blur", "0x0.8", "-seed",
-                "679143072", "-attenuate", "0.4", "+noise", "Gaussian", "-colorspace", "gray",
-            ]
+            percent: 150,
+            degrees: 200,
+            blur: 0.8,
+            seed: 679_143_072
         )
         let codes = Self.reader.scan(try ImageBuffer(data: image, name: "code 39 at 200°"))
         #expect(codes.map(\.text) == ["SHOP-2026"])
@@ -104,16 +101,12 @@ struct RotationTests {
     func regionOfADecodedSymbol(photo: (degrees: Int, scale: Int, end: String)) throws {
         let degrees = photo.degrees
         let code = try Fixtures.zint("EANX", "590123412345", extra: ["--scale=1"])
-        let image = try Fixtures.convert(
+        let image = try Fixtures.photographed(
             code,
-            to: "png",
-            options: [
-                "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-filter",
-                "Triangle", "-resize", "\(photo.scale)%", "-background", "white", "-rotate",
-                "\(degrees)",
-                "-bordercolor", "gray80", "-border", "30", "-blur", "0x0.8", "-seed", "1",
-                "-attenuate", "0.4", "+noise", "Gaussian", "-colorspace", "gray",
-            ]
+            percent: photo.scale,
+            degrees: degrees,
+            blur: 0.8,
+            seed: 1
         )
         let log = InMemoryLogHandler()
         var logger = Logger(label: "region search") { _ in log }
@@ -147,16 +140,14 @@ struct RotationTests {
         throws
     {
         let code = try Fixtures.zint("C25INTER", "12345678", extra: ["--scale=1"])
-        let image = try Fixtures.convert(
+        let image = try Fixtures.photographed(
             code,
-            to: photo.format,
-            options: [
-                "-colorspace", "gray", "-bordercolor", "white", "-border", "12", "-filter",
-                "Triangle", "-resize", "\(photo.scale)%", "-background", "white", "-rotate",
-                "\(photo.degrees)", "-bordercolor", "gray80", "-border", "30", "-blur",
-                "0x\(photo.blur)", "-seed", "\(photo.seed)", "-attenuate", "0.4", "+noise",
-                "Gaussian", "-colorspace", "gray", "-quality", "45",
-            ]
+            percent: photo.scale,
+            degrees: photo.degrees,
+            blur: photo.blur,
+            seed: photo.seed,
+            format: photo.format,
+            quality: 45
         )
         let codes = Self.reader.scan(try ImageBuffer(data: image, name: "itf \(photo)"))
         #expect(codes.map(\.text) == ["12345678"], "\(photo)")

@@ -34,6 +34,16 @@ struct SmallSymbolCheckTests {
         return (codes[0], misread)
     }
 
+    /// `codes` after the check, in `image` at the origin, at the default effort.
+    static func checked(_ codes: [Barcode], in image: ImageBuffer) -> [Barcode] {
+        SmallSymbolCheck.check(
+            codes,
+            in: image.greyscale(),
+            origin: ImagePoint(x: 0, y: 0),
+            options: .standard
+        )
+    }
+
     @Test("A misread of a symbol with 1.4 px modules is replaced by the symbol's own payload")
     func misreadCorrected() throws {
         let image = try Self.ean13("590123412345", percent: 70)
@@ -42,20 +52,10 @@ struct SmallSymbolCheckTests {
         let module = try #require(SmallSymbolCheck.moduleWidth(of: right))
         #expect(module < SmallSymbolCheck.moduleThreshold, "module \(module) px")
 
-        let checked = SmallSymbolCheck.check(
-            [misread],
-            in: image.greyscale(),
-            origin: ImagePoint(x: 0, y: 0),
-            options: .standard
-        )
+        let checked = Self.checked([misread], in: image)
         #expect(checked.map(\.text) == ["5901234123457"])
         // A right reading is confirmed, not changed; the corrected one is not reported twice.
-        let both = SmallSymbolCheck.check(
-            [right, misread],
-            in: image.greyscale(),
-            origin: ImagePoint(x: 0, y: 0),
-            options: .standard
-        )
+        let both = Self.checked([right, misread], in: image)
         #expect(both == [right])
     }
 
@@ -94,12 +94,7 @@ struct SmallSymbolCheckTests {
         let tilt = try #require(SmallSymbolCheck.orientation(of: right)).degrees
         let off = abs(tilt - Double(degrees)).truncatingRemainder(dividingBy: 180)
         #expect(min(off, 180 - off) < 3, "measured \(tilt)°")
-        let checked = SmallSymbolCheck.check(
-            [misread],
-            in: image.greyscale(),
-            origin: ImagePoint(x: 0, y: 0),
-            options: .standard
-        )
+        let checked = Self.checked([misread], in: image)
         #expect(checked.map(\.text) == ["5901234123457"])
         // Its place is the symbol's: the corrected reading lies where the right one does.
         let (a, b) = (checked.first?.boundingBox, right.boundingBox)
@@ -133,12 +128,7 @@ struct SmallSymbolCheckTests {
         #expect(
             (SmallSymbolCheck.moduleWidth(of: misread) ?? 0) >= SmallSymbolCheck.moduleThreshold
         )
-        let checked = SmallSymbolCheck.check(
-            [misread],
-            in: image.greyscale(),
-            origin: ImagePoint(x: 0, y: 0),
-            options: .standard
-        )
+        let checked = Self.checked([misread], in: image)
         #expect(checked == [misread])
         let qr = Barcode(
             symbology: .qrCode,
