@@ -103,7 +103,7 @@ enum SmallSymbolCheck {
         let oriented = orientation(of: code)
         func image(_ factor: Double) -> (ImageBuffer, PointTransform) {
             if let oriented {
-                let (turned, back) = GreyOps.orientedRect(
+                return GreyOps.orientedRect(
                     grey,
                     centre: oriented.centre,
                     degrees: oriented.degrees,
@@ -111,7 +111,6 @@ enum SmallSymbolCheck {
                     height: oriented.height,
                     scale: factor
                 )
-                return (turned, back)
             }
             if factor == 1 { return (crop, toGrey) }
             let (scaled, back) = GreyOps.scaled(crop, by: factor)
