@@ -391,12 +391,16 @@ extension RegionFinder {
         let h = g.height
         guard w >= 32, h >= 8 else { return nil }
         var score = [Int](repeating: 0, count: w)
+        // The signed step: negative where the column after is darker (into a bar).
+        var step = [Int](repeating: 0, count: w)
         g.pixels.withUnsafeBufferPointer { p in
             for y in 0..<(h - 1) {
                 let row = y * g.stride
                 for x in 0..<(w - 1) {
                     let v = Int(p[row + x])
-                    score[x] += abs(Int(p[row + x + 1]) - v) - abs(Int(p[row + g.stride + x]) - v)
+                    let dx = Int(p[row + x + 1]) - v
+                    score[x] += abs(dx) - abs(Int(p[row + g.stride + x]) - v)
+                    step[x] += dx
                 }
             }
         }
@@ -441,12 +445,17 @@ extension RegionFinder {
             }
         }
         // The first and last bar edges inside the run: columns whose own score is a third
-        // of the run's strong edges (the 90th percentile).
+        // of the run's strong edges (the 90th percentile), the first into a dark bar and the
+        // last out of one. A label's own edges on a darker ground step the other way: a
+        // label cut a module from its bars keeps its edge, and the ground's grey beyond it
+        // would read as a bar before the start pattern.
         let run = score[start...end].sorted()
         let strong = run[run.count * 9 / 10]
         guard strong > 0 else { return nil }
-        guard let left = (start...end).first(where: { score[$0] * 3 > strong }),
-            let right = (start...end).last(where: { score[$0] * 3 > strong }), right - left >= 16
+        guard
+            let left = (start...end).first(where: { score[$0] * 3 > strong && step[$0] < 0 }),
+            let right = (start...end).last(where: { score[$0] * 3 > strong && step[$0] > 0 }),
+            right - left >= 16
         else { return nil }
         // Nothing to paint: the bars reach both sides.
         guard left > 1 || right < w - 2 else { return nil }

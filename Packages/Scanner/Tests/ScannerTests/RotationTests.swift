@@ -358,6 +358,28 @@ struct RotationTests {
         }
     }
 
+    @Test("A label's own edge a module from the bars is painted over, not kept as a bar")
+    func quietZoneBeyondLabelEdge() throws {
+        // A dark ground (60), a label's soft edge (155) into its white (250) three pixels
+        // before the first bar and after the last: bars from x = 23 to 79.
+        let width = 104
+        let height = 30
+        var row = [UInt8](repeating: 60, count: width)
+        row[19] = 155
+        row[84] = 155
+        for x in 20...83 { row[x] = 250 }
+        for x in 23..<80 where ((x - 23) / 3) % 2 == 0 { row[x] = 20 }
+        let pixels = Array((0..<height).map { _ in row }.joined())
+        let image = try ImageBuffer(width: width, height: height, format: .grey, pixels: pixels)
+        let zoned = try #require(RegionFinder.withQuietZones(image))
+        for y in [0, 15, 29] {
+            let line = Array(zoned.pixels[(y * width)..<(y * width + width)])
+            #expect(line[0..<23].allSatisfy { $0 >= 240 }, "left of the bars: \(line[0..<23])")
+            #expect(line[80...].allSatisfy { $0 >= 240 }, "right of the bars: \(line[80...])")
+            #expect(line[23..<80] == row[23..<80])
+        }
+    }
+
     @Test("MaxiCode reads, alone and with a margin in a larger picture; its name parses")
     func maxiCode() throws {
         let code = try Fixtures.zint("MAXICODE", "Shopfloor parcel 0457")
