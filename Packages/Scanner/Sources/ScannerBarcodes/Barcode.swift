@@ -7,6 +7,9 @@ public enum BarcodeEngine: String, Sendable, Hashable, Codable, CaseIterable {
     case zxing
     /// libzbar.
     case zbar
+    /// Shopfloor's own fit of blurred EAN-13 and UPC-A modules, for bars too blurred for the
+    /// others.
+    case templates
 }
 
 /// One decoded symbol, merged from every engine and pass that read it.

@@ -383,10 +383,46 @@ extension RegionFinder {
     ///
     /// A label cut close to its bars, or bars printed up to a label's edge on a textured
     /// surface, has no quiet zone, and both decoders want one before the start pattern:
-    /// the symbol is plain to see and reads from a tight crop, not from the photo. Columns
-    /// score Σ(|dx| − |dy|) over the rows: bar edges run the whole column (|dx| high, |dy|
-    /// low), noise and texture score about zero either way.
+    /// the symbol is plain to see and reads from a tight crop, not from the photo.
     static func withQuietZones(_ g: ImageBuffer) -> ImageBuffer? {
+        let w = g.width
+        let h = g.height
+        guard let bars = barsExtent(g) else { return nil }
+        let left = bars.lowerBound
+        let right = bars.upperBound
+        // Nothing to paint: the bars reach both sides.
+        guard left > 1 || right < w - 2 else { return nil }
+        // The light level: the 90th percentile of the bars' columns.
+        var histogram = [Int](repeating: 0, count: 256)
+        for y in Swift.stride(from: 0, to: h, by: 2) {
+            for x in Swift.stride(from: left, through: right, by: 2) {
+                histogram[Int(g.pixels[y * g.stride + x])] += 1
+            }
+        }
+        let total = histogram.reduce(0, +)
+        var light = 255
+        var above = 0
+        while light > 0, above + histogram[light] < total / 10 {
+            above += histogram[light]
+            light -= 1
+        }
+        var out = [UInt8](repeating: UInt8(light), count: w * h)
+        // score[x] is the step from column x to x + 1: keep what lies between the steps.
+        let keepFrom = left + 1
+        let keepTo = right
+        for y in 0..<h {
+            for x in keepFrom...keepTo { out[y * w + x] = g.pixels[y * g.stride + x] }
+        }
+        return GreyOps.packed(width: w, height: h, out)
+    }
+
+    /// The columns of `g`'s run of bars (upright bars: rows cross them): from the step into
+    /// the first dark bar to the step out of the last (a column's step is to the next
+    /// column), or nil when no run of bars stands out.
+    ///
+    /// Columns score Σ(|dx| − |dy|) over the rows: bar edges run the whole column (|dx|
+    /// high, |dy| low), noise and texture score about zero either way.
+    static func barsExtent(_ g: ImageBuffer) -> ClosedRange<Int>? {
         let w = g.width
         let h = g.height
         guard w >= 32, h >= 8 else { return nil }
@@ -457,29 +493,6 @@ extension RegionFinder {
             let right = (start...end).last(where: { score[$0] * 3 > strong && step[$0] > 0 }),
             right - left >= 16
         else { return nil }
-        // Nothing to paint: the bars reach both sides.
-        guard left > 1 || right < w - 2 else { return nil }
-        // The light level: the 90th percentile of the bars' columns.
-        var histogram = [Int](repeating: 0, count: 256)
-        for y in Swift.stride(from: 0, to: h, by: 2) {
-            for x in Swift.stride(from: left, through: right, by: 2) {
-                histogram[Int(g.pixels[y * g.stride + x])] += 1
-            }
-        }
-        let total = histogram.reduce(0, +)
-        var light = 255
-        var above = 0
-        while light > 0, above + histogram[light] < total / 10 {
-            above += histogram[light]
-            light -= 1
-        }
-        var out = [UInt8](repeating: UInt8(light), count: w * h)
-        // score[x] is the step from column x to x + 1: keep what lies between the steps.
-        let keepFrom = left + 1
-        let keepTo = right
-        for y in 0..<h {
-            for x in keepFrom...keepTo { out[y * w + x] = g.pixels[y * g.stride + x] }
-        }
-        return GreyOps.packed(width: w, height: h, out)
+        return left...right
     }
 }

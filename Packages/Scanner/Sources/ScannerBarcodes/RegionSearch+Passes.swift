@@ -157,6 +157,17 @@ extension RegionSearch {
                     }
                 )
             }
+            // Bars too blurred for edges: EAN-13 and UPC-A modules fitted (``BlurredUPCEAN``).
+            if !symbologies.isDisjoint(with: [.ean13, .upcA]) {
+                var fitted = Stage("blurred EAN", symbologies, harder, zbar: nil, keep)
+                fitted.source = .uprightOrWork
+                let asked = symbologies
+                fitted.reader = { image, transform in
+                    BlurredUPCEAN.read(image).flatMap { $0.barcode(asked: asked, transform) }
+                        .map { [$0] } ?? []
+                }
+                stages.append(fitted)
+            }
         } else {
             // The harder search asks for everything (a 1D code at an angle next to its
             // digits can look isotropic); the variants after it for 2D symbols only, which
@@ -309,7 +320,7 @@ extension RegionSearch {
             guard let (image, t) = stage.derive(source.0) else { continue }
             let transform = source.1.after(t)
             var found =
-                ZXingEngine.read(
+                stage.reader?(image, transform) ?? ZXingEngine.read(
                     image,
                     symbologies: stage.symbologies,
                     pass: stage.pass,
@@ -377,6 +388,8 @@ extension RegionSearch {
         var derive: Derivation
         /// Which image the stage derives from.
         var source = Source.work
+        /// A reader of its own in place of ZXing and zbar.
+        var reader: (@Sendable (ImageBuffer, PointTransform) -> [Barcode])?
 
         enum Source {
             /// The working image (the region, turned upright by the texture's angle).

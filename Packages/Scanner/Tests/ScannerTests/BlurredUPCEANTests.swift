@@ -1,0 +1,144 @@
+import Foundation
+import ScannerImages
+import Testing
+
+@testable import ScannerBarcodes
+
+@Suite("EAN-13 and UPC-A too blurred for edges: modules fitted")
+struct BlurredUPCEANTests {
+    static let reader = BarcodeReader()
+
+    /// A zint symbol (2 px modules) on a white margin, blurred by `sigma` pixels, with a
+    /// little seeded noise.
+    static func blurred(
+        _ type: String,
+        _ data: String,
+        sigma: Double,
+        extra: [String] = []
+    ) throws -> ImageBuffer {
+        let code = try Fixtures.zint(type, data, extra: ["--scale=1", "--height=40"])
+        let photo = try Fixtures.convert(
+            code,
+            to: "png",
+            options: [
+                "-colorspace", "gray", "-bordercolor", "white", "-border", "20", "-blur",
+                "0x\(sigma)", "-seed", "3", "-attenuate", "0.2", "+noise", "Gaussian",
+            ] + extra
+        )
+        return try ImageBuffer(data: photo, name: "\(type) blurred \(sigma)").greyscale()
+    }
+
+    @Test(
+        "An EAN-13 blurred by up to a module reads, fitted, where the edge readers read nothing",
+        arguments: [("5901234123457", 1.6), ("4006381333931", 2.0), ("0705632441947", 2.0)]
+    )
+    func blurredEAN13(text: String, sigma: Double) throws {
+        let image = try Self.blurred("EANX", String(text.dropLast()), sigma: sigma)
+        let codes = Self.reader.scan(image)
+        #expect(codes.map(\.text) == [text] || codes.map(\.text) == ["0" + text])
+        #expect(codes.map(\.engine) == [.templates])
+        let code = try #require(codes.first)
+        // The corners span the bars: 95 modules of 2 px from x = 42.
+        #expect(abs(code.points[0].x - 42) <= 3, "\(code.points)")
+        #expect(abs(code.points[1].x - 232) <= 3, "\(code.points)")
+    }
+
+    @Test("A blurred UPC-A reads as UPC-A (13 digits, a leading 0); upside down too")
+    func blurredUPCA() throws {
+        for extra in [[], ["-rotate", "180"]] {
+            let image = try Self.blurred("UPCA", "03600029145", sigma: 1.8, extra: extra)
+            let codes = Self.reader.scan(image)
+            #expect(codes.map(\.symbology) == [.upcA], "\(extra)")
+            #expect(codes.map(\.text) == ["0036000291452"], "\(extra)")
+            #expect(codes.map(\.engine) == [.templates], "\(extra)")
+        }
+    }
+
+    @Test("Asked for EAN-8 only, a blurred EAN-13 is not reported")
+    func onlyWhatIsAsked() throws {
+        let image = try Self.blurred("EANX", "590123412345", sigma: 1.6)
+        let reader = BarcodeReader(options: BarcodeScanOptions(symbologies: [.ean8]))
+        #expect(reader.scan(image).isEmpty)
+    }
+
+    @Test(
+        "Other symbologies, blurred or not, fit no EAN-13",
+        arguments: [
+            ("CODE128", "SHOPFLOOR-1234"), ("CODE39", "ABC123"), ("ITF14", "1234567890123"),
+            ("EANX", "1234567"), ("CODABAR", "A12345B"), ("UPCE", "1234567"),
+            ("DBAR_OMN", "0950110153001"),
+        ]
+    )
+    func otherSymbologies(type: String, data: String) throws {
+        for sigma in [0.8, 1.8] {
+            let image = try Self.blurred(type, data, sigma: sigma)
+            #expect(BlurredUPCEAN.read(image) == nil, "\(type) blurred by \(sigma) px")
+        }
+    }
+
+    @Test("Random runs of bars, blurred, fit no EAN-13")
+    func randomBars() throws {
+        var seed: UInt64 = 0x5EED
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        var refused = 0
+        for _ in 0..<40 {
+            // 60-130 modules of bars and spaces 1-4 modules wide, 2-4 px a module.
+            let module = 2 + next(3)
+            var modules: [UInt8] = []
+            var dark = true
+            while modules.count < 60 + next(70) {
+                modules += [UInt8](repeating: dark ? 30 : 235, count: 1 + next(4))
+                dark.toggle()
+            }
+            let width = modules.count * module + 80
+            var pixels = [UInt8](repeating: 235, count: width * 100)
+            for y in 15..<85 {
+                for (i, v) in modules.enumerated() {
+                    for k in 0..<module { pixels[y * width + 40 + i * module + k] = v }
+                }
+            }
+            let sharp = try ImageBuffer(width: width, height: 100, format: .grey, pixels: pixels)
+            let png = try sharp.pngData()
+            let photo = try Fixtures.convert(
+                png,
+                to: "png",
+                options: ["-blur", "0x\(Double(module) * 0.8)"]
+            )
+            let image = try ImageBuffer(data: photo, name: "bars").greyscale()
+            if BlurredUPCEAN.read(image) == nil { refused += 1 }
+        }
+        #expect(refused == 40)
+    }
+
+    @Test("Past what the fit can tell apart, an EAN-13 is refused, not misread")
+    func tooBlurred() throws {
+        // 1.5 modules: the digits' curves no longer differ enough.
+        let image = try Self.blurred("EANX", "590123412345", sigma: 3.0)
+        let read = BlurredUPCEAN.read(image)
+        #expect(read == nil || read?.text == "5901234123457")
+    }
+
+    @Test("The check digit and the first digit's parity decide the two best codes")
+    func twoBestCodes() {
+        // Every position prefers its digit of 4006381333931 by 1, except position 12 (the
+        // check digit), which prefers 0: the best valid code keeps the check digit 1.
+        let digits = [4, 0, 0, 6, 3, 8, 1, 3, 3, 3, 9, 3, 1]
+        let parity = BlurredUPCEAN.parities[digits[0]]
+        var out = [Float](repeating: 10, count: 12 * 20)
+        for i in 0..<12 {
+            let offset = i < 6 && parity & (1 << i) != 0 ? 10 : 0
+            out[i * 20 + offset + digits[i + 1]] = 9
+        }
+        out[11 * 20 + 0] = 8.5
+        let codes = BlurredUPCEAN.twoBest(out)
+        #expect(codes.count == 2)
+        #expect(codes.first?.digits == digits)
+        #expect(abs((codes.first?.score ?? 0) - 12 * 9) < 0.001)
+        // The runner-up differs in two digits at least (one digit alone breaks the check).
+        let second = codes.last?.digits ?? []
+        #expect(zip(second, digits).filter { $0 != $1 }.count >= 2)
+    }
+}
