@@ -26,7 +26,7 @@ public struct ScanReport: Sendable, Codable, Equatable {
         public var bytesBase64: String
         /// The corners, `[x, y]` each.
         public var points: [[Int]]
-        /// `zxing`, `zbar` or `templates` (blurred EAN-13 and UPC-A bars fitted).
+        /// `zxing`, `zbar` or `templates` (blurred EAN and UPC bars fitted).
         public var engine: String
         /// The ISO/IEC 15424 identifier, such as `]Q1`.
         public var symbologyIdentifier: String

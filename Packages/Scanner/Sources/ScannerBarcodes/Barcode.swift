@@ -7,8 +7,8 @@ public enum BarcodeEngine: String, Sendable, Hashable, Codable, CaseIterable {
     case zxing
     /// libzbar.
     case zbar
-    /// Shopfloor's own fit of blurred EAN-13 and UPC-A modules, for bars too blurred for the
-    /// others.
+    /// Shopfloor's own fit of blurred EAN-13, UPC-A, EAN-8 and UPC-E modules, for bars too
+    /// blurred for the others.
     case templates
 }
 

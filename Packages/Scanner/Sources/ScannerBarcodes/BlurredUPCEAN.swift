@@ -1,10 +1,10 @@
 import Foundation
 import ScannerImages
 
-/// EAN-13 and UPC-A read from bars too blurred for an edge-based reader, by fitting the
-/// symbol's modules, blurred, to the light across them: deformable templates, after Gallo
-/// and Manduchi, "Reading 1D barcodes with mobile phones using deformable templates" (IEEE
-/// PAMI 33(9), 2011).
+/// EAN-13, UPC-A, EAN-8 and UPC-E read from bars too blurred for an edge-based reader, by
+/// fitting the symbol's modules, blurred, to the light across them: deformable templates,
+/// after Gallo and Manduchi, "Reading 1D barcodes with mobile phones using deformable
+/// templates" (IEEE PAMI 33(9), 2011).
 ///
 /// zbar and ZXing find bar edges and measure the widths between them. Out of focus (a
 /// Gaussian blur of more than about 0.6 of a module), a one-module bar beside a one-module
@@ -13,39 +13,42 @@ import ScannerImages
 /// digits' curves. Given where the symbol starts and ends and how wide the blur is, every digit
 /// position scores every pattern by least squares (the light's level and contrast fitted per
 /// digit, so uneven light does not matter), and the best digits that pass the check digit are
-/// found exactly by dynamic programming over the checksum. The ends and the blur are searched
-/// on a grid, then refined.
+/// found exactly by dynamic programming over the checksum (``Layout`` has each symbology's
+/// modules and check). The ends and the blur are searched on a grid, then refined.
 ///
-/// The guards (`101`, `01010`, `101`) are fitted too, with the modules beside them that
-/// every symbol shares. A reading is kept only when the fit explains the profile
-/// (``minimumFit``) and the best code's residual is well below the best other valid code's
-/// (``minimumMargin``). Measured while this was written: on Code 128, Code 39, Codabar,
-/// Code 93, ITF, DataBar, EAN-8, UPC-E and printed text, blurred or not, the margin was at
-/// most 1.04; on 300 random runs of bars, blurred, it was at most 1.21, and at most 1.12
-/// where the fit passed; on EAN-13s blurred by up to 1.2 modules and read right it was 1.45
-/// and more, and 2.9-21 on the degraded set's readings.
+/// The guards are fitted too, with the modules beside them that every symbol shares. A
+/// reading is kept only when the fit explains the profile (``minimumFit``) and the best
+/// code's residual is well below the best other valid code's (``Layout/minimumMargin``).
+/// Measured while this was written, EAN-13's margin: on Code 128, Code 39, Codabar, Code 93,
+/// ITF, DataBar and printed text, blurred or not, at most 1.04; on 300 random runs of bars,
+/// blurred, at most 1.21, and at most 1.12 where the fit passed; on EAN-13s blurred by up to
+/// 1.2 modules and read right, 1.45 and more, and 2.9-21 on the degraded set's readings.
 enum BlurredUPCEAN {
     /// The fitted code's share of the profile's variance (1 − residual / variance).
     static let minimumFit: Float = 0.9
-    /// The second-best valid code's residual over the best one's.
-    static let minimumMargin: Float = 1.4
 
-    /// A reading in the image's coordinates: the 13 digits (UPC-A with its leading 0), the
-    /// symbol's ends along the rows and the band of rows it was read on.
+    /// A reading in the image's coordinates: the symbology (EAN-13 for UPC-A too) and its
+    /// digits as the symbol holds them, the symbol's ends along the rows and the band of rows
+    /// it was read on.
     struct Reading: Equatable {
+        var symbology: Symbology
         var digits: [Int]
         var left: Double
         var right: Double
         var rows: ClosedRange<Int>
 
-        /// The digits as EAN-13 text.
+        /// The digits as text.
         var text: String { String(digits.map { Character(String($0)) }) }
 
-        /// The reading as a barcode of a symbology in `asked` (UPC-A when its first digit is
-        /// 0 and UPC-A is asked for), its corners mapped through `transform`; nil when
-        /// neither is asked for.
+        /// The reading as a barcode of a symbology in `asked` (UPC-A when an EAN-13's first
+        /// digit is 0 and UPC-A is asked for; UPC-E as its UPC-A form), its corners mapped
+        /// through `transform`; nil when it is not asked for.
         func barcode(asked: Set<Symbology>, _ transform: PointTransform) -> Barcode? {
-            let (symbology, text) = RetailNormalization.normalize(.ean13, text, asked: asked)
+            let (symbology, text) = RetailNormalization.normalize(
+                self.symbology,
+                text,
+                asked: asked
+            )
             guard asked.contains(symbology) else { return nil }
             let x0 = Int(left.rounded())
             let x1 = Int(right.rounded())
@@ -67,12 +70,14 @@ enum BlurredUPCEAN {
 
     /// The symbol read across `g`'s rows (bars upright, dark on light), either way round, on
     /// a band of rows through the middle, then at 30% and 70% of the height; nil unless a
-    /// band's reading passes ``minimumFit`` and ``minimumMargin`` and no other band reads
+    /// band's reading passes ``minimumFit`` and ``Layout/minimumMargin`` and no other band reads
     /// another code.
-    static func read(_ g: ImageBuffer) -> Reading? {
+    static func read(_ g: ImageBuffer, asked: Set<Symbology>) -> Reading? {
         let w = g.width
         let h = g.height
-        guard w >= 100, h >= 4, let bars = RegionFinder.barsExtent(g) else { return nil }
+        let layouts = Layout.asked(asked)
+        guard w >= 100, h >= 4, !layouts.isEmpty, let bars = RegionFinder.barsExtent(g)
+        else { return nil }
         var found: Reading?
         let half = max(1, h / 30)
         for (band, fraction) in [0.5, 0.3, 0.7].enumerated() {
@@ -81,40 +86,69 @@ enum BlurredUPCEAN {
             let profile = bandProfile(g, rows: rows)
             let (lefts, rights) = ends(profile, near: bars)
             guard !lefts.isEmpty, !rights.isEmpty else { continue }
-            // Either way round: the better coarse fit goes on (a symbol upside down fits
-            // the wrong way round no better than text does).
+            // Each layout either way round on the grid; the best place of each goes on
+            // when it fits within half as much again as the best of all (a symbol upside
+            // down fits the wrong way round no better than text does, nor one symbology's
+            // bars another's modules, but a short layout can fit as well as the right one
+            // before the check digit is asked).
             // A position P (between columns) is w - 1 - P the other way round.
             let width = Float(w - 1)
             let reversed = Array(profile.reversed())
-            let forward = coarse(profile, lefts: lefts, rights: rights)
-            let backward = coarse(
-                reversed,
-                lefts: rights.map { width - $0 },
-                rights: lefts.map { width - $0 }
-            )
-            let isForward =
-                (forward.first?.score ?? .infinity) <= (backward.first?.score ?? .infinity)
-            let starts = isForward ? forward : backward
-            guard let bestStart = starts.first?.score else { continue }
+            let flipped = (rights.map { width - $0 }, lefts.map { width - $0 })
+            var candidates: [(start: Start, layout: Layout, isForward: Bool)] = []
+            for layout in layouts {
+                for isForward in [true, false] {
+                    let starts =
+                        isForward
+                        ? coarse(profile, layout, lefts: lefts, rights: rights)
+                        : coarse(reversed, layout, lefts: flipped.0, rights: flipped.1)
+                    if let first = starts.first { candidates.append((first, layout, isForward)) }
+                }
+            }
+            candidates.sort { $0.start.score < $1.start.score }
+            guard let bestStart = candidates.first?.start.score else { continue }
             // Nothing like the symbol on the middle band: no other band is worth the work.
             // (EAN-13s blurred by up to 1.2 modules fitted at 0.12 and better; half the
             // unread bars of the degraded set's other symbologies, text and texture at 0.45
             // and worse.)
             if bestStart > 0.3, band == 0 { return nil }
-            guard bestStart <= coarseLimit,
-                let fit = refine(isForward ? profile : reversed, starts: starts)
-            else { continue }
-            let reading = Reading(
-                digits: fit.digits,
-                left: Double(isForward ? fit.left : width - fit.right),
-                right: Double(isForward ? fit.right : width - fit.left),
-                rows: rows
-            )
-            if let found, found.digits != reading.digits { return nil }
+            var nearMiss = false
+            var reading: (Reading, margin: Float, layout: Layout)?
+            for candidate in candidates.prefix(2)
+            where candidate.start.score <= min(coarseLimit, 1.5 * bestStart) {
+                guard
+                    let fit = refine(
+                        candidate.isForward ? profile : reversed,
+                        candidate.layout,
+                        from: candidate.start
+                    )
+                else { continue }
+                nearMiss = nearMiss || (fit.fit >= 0.85 && fit.margin >= 1.1)
+                guard fit.passes, fit.margin > (reading?.margin ?? 0) else { continue }
+                reading = (
+                    Reading(
+                        symbology: candidate.layout.symbology,
+                        digits: fit.digits,
+                        left: Double(candidate.isForward ? fit.left : width - fit.right),
+                        right: Double(candidate.isForward ? fit.right : width - fit.left),
+                        rows: rows
+                    ), fit.margin, candidate.layout
+                )
+            }
+            guard let reading else {
+                // The middle band fitted but told no code apart: the others only when it
+                // came close (bars of other symbologies and texture end here).
+                if band == 0, !nearMiss { return nil }
+                continue
+            }
+            if let found, found.symbology != reading.0.symbology || found.digits != reading.0.digits
+            {
+                return nil
+            }
             if found == nil {
-                found = reading
+                found = reading.0
                 // Clear-cut: no other band is asked. Otherwise one may contradict it.
-                if fit.margin >= 2 * minimumMargin { return found }
+                if reading.margin >= 2 * reading.layout.minimumMargin { return found }
             }
         }
         return found
@@ -168,138 +202,31 @@ enum BlurredUPCEAN {
 
     // MARK: - The fit
 
-    /// Modules: the left guard (3), six digits (7 each), the middle guard (5), six digits and
-    /// the right guard: 95. Each digit position's first module.
-    static let digitStarts: [Float] = [3, 10, 17, 24, 31, 38, 50, 57, 64, 71, 78, 85]
-    static let samplesPerModule = 3
-    static let samplesPerDigit = 21
-    /// Each digit's place may move by up to 0.3 of a module (a curved label, a module width
-    /// that drifts across a photographed symbol).
-    static let shifts: [Float] = [-0.3, -0.15, 0, 0.15, 0.3]
-    /// Blur widths (Gaussian sigma) in modules: 0.3, 0.4, ... 1.6.
-    static let blurs: [Float] = (0..<14).map { 0.3 + 0.1 * Float($0) }
-
-    /// The first digit's parity pattern (bit i set: digit i + 1 uses the G set).
-    static let parities: [Int] = [
-        0, 0b110100, 0b101100, 0b011100, 0b110010, 0b100110, 0b001110, 0b101010, 0b011010,
-        0b010110,
-    ]
-    /// The L set's modules (1 = bar), left to right.
-    static let lCodes: [[Int]] = [
-        [0, 0, 0, 1, 1, 0, 1], [0, 0, 1, 1, 0, 0, 1], [0, 0, 1, 0, 0, 1, 1],
-        [0, 1, 1, 1, 1, 0, 1], [0, 1, 0, 0, 0, 1, 1], [0, 1, 1, 0, 0, 0, 1],
-        [0, 1, 0, 1, 1, 1, 1], [0, 1, 1, 1, 0, 1, 1], [0, 1, 1, 0, 1, 1, 1],
-        [0, 0, 0, 1, 0, 1, 1],
-    ]
-
-    /// Every pattern blurred, sampled: for each blur and shift, 30 patterns (L 0-9, G 0-9,
-    /// R 0-9) of ``samplesPerDigit`` samples in three 8-lane vectors (the last three lanes
-    /// 0), with each pattern's sum and centred square sum.
-    struct Templates {
-        var values: [SIMD8<Float>]
-        var sums: [Float]
-        var spreads: [Float]
-
-        static func index(blur: Int, shift: Int, pattern: Int) -> Int {
-            (blur * BlurredUPCEAN.shifts.count + shift) * 30 + pattern
-        }
-    }
-
-    static let templates: Templates = {
-        let r = lCodes.map { $0.map { 1 - $0 } }
-        let g = r.map { Array($0.reversed()) }
-        let patterns = lCodes + g + r
-        let n = samplesPerDigit
-        var values: [SIMD8<Float>] = []
-        var sums: [Float] = []
-        var spreads: [Float] = []
-        for sigma in blurs {
-            for shift in shifts {
-                for (index, bits) in patterns.enumerated() {
-                    // The modules beside a digit are known: in the left half a bar before
-                    // (the guard's or the previous digit's last) and a space after; in the
-                    // right half a space before and a bar after.
-                    let modules =
-                        index < 20 ? [0, 1] + bits + [0, 0] : [1, 0] + bits + [1, 0]
-                    var t = [Float](repeating: 0, count: 24)
-                    for k in 0..<n {
-                        let u = (Double(k) + 0.5) / Double(samplesPerModule) + Double(shift)
-                        var v = 0.0
-                        for (j, bit) in modules.enumerated() where bit == 1 {
-                            let start = Double(j - 2)
-                            v +=
-                                phi((u - start) / Double(sigma))
-                                - phi((u - start - 1) / Double(sigma))
-                        }
-                        t[k] = Float(v)
-                    }
-                    let sum = t.reduce(0, +)
-                    for lane in 0..<3 { values.append(SIMD8(t[(8 * lane)..<(8 * lane + 8)])) }
-                    sums.append(sum)
-                    spreads.append(t.reduce(0) { $0 + $1 * $1 } - sum * sum / Float(n))
-                }
-            }
-        }
-        return Templates(values: values, sums: sums, spreads: spreads)
-    }()
-
-    /// The guards with the modules beside them that every symbol shares, as (first module,
-    /// modules): the quiet zone, `101` and digit 1's first space; digit 6's last bar, `01010`
-    /// and digit 7's first bar; digit 12's last space, `101` and the quiet zone.
-    static let guardWindows: [(start: Int, modules: [Int])] = [
-        (-2, [0, 0, 1, 0, 1, 0]), (44, [1, 0, 1, 0, 1, 0, 1]), (91, [0, 1, 0, 1, 0, 0]),
-    ]
-
-    /// The guard windows blurred and sampled (``samplesPerModule`` a module), for each blur
-    /// and window: the samples, their sum and centred square sum.
-    static let guardTemplates: [(values: [Float], sum: Float, spread: Float)] = {
-        var result: [(values: [Float], sum: Float, spread: Float)] = []
-        for sigma in blurs {
-            for window in guardWindows {
-                let n = window.modules.count * samplesPerModule
-                var t = [Float](repeating: 0, count: n)
-                for k in 0..<n {
-                    let u = (Double(k) + 0.5) / Double(samplesPerModule)
-                    var v = 0.0
-                    for (j, bit) in window.modules.enumerated() where bit == 1 {
-                        v +=
-                            phi((u - Double(j)) / Double(sigma))
-                            - phi((u - Double(j) - 1) / Double(sigma))
-                    }
-                    t[k] = Float(v)
-                }
-                let sum = t.reduce(0, +)
-                result.append((t, sum, t.reduce(0) { $0 + $1 * $1 } - sum * sum / Float(n)))
-            }
-        }
-        return result
-    }()
-
-    static func phi(_ z: Double) -> Double { 0.5 * (1 + erf(z / 2.0.squareRoot())) }
-
     /// Each digit position's residual for each pattern it may hold (left: L and G, 20;
     /// right: R, 10, in the first 10 of 20) at the symbol's ends `left` and `right` (pixels)
     /// and blur index `blur`, the best over the shifts (or none), with the profile's variance
     /// about each digit's mean.
     static func scores(
         _ p: [Float],
+        _ layout: Layout,
         left: Float,
         right: Float,
         blur: Int,
         shifting: Bool,
         into out: inout [Float]
     ) -> (variance: Float, guards: Float) {
-        let m = (right - left) / 95
+        let m = (right - left) / Float(layout.modules)
         let n = samplesPerDigit
+        let positions = layout.digitStarts.count
         let shiftRange = shifting ? 0..<shifts.count : 2..<3
         let last = Float(p.count - 1)
         var total: Float = 0
-        for i in 0..<(12 * 20) { out[i] = .infinity }
+        for i in 0..<(positions * 20) { out[i] = .infinity }
         templates.values.withUnsafeBufferPointer { t in
             p.withUnsafeBufferPointer { p in
-                for i in 0..<12 {
+                for i in 0..<positions {
                     for s in shiftRange {
-                        let base = left + (digitStarts[i] + shifts[s]) * m
+                        let base = left + (layout.digitStarts[i] + shifts[s]) * m
                         var o = (SIMD8<Float>(), SIMD8<Float>(), SIMD8<Float>())
                         var so: Float = 0
                         var soo: Float = 0
@@ -319,10 +246,12 @@ enum BlurredUPCEAN {
                         }
                         let vo = soo - so * so / Float(n)
                         if s == 2 { total += vo }
-                        let first = i < 6 ? 0 : 20
-                        let count = i < 6 ? 20 : 10
-                        for j in 0..<count {
-                            let ti = Templates.index(blur: blur, shift: s, pattern: first + j)
+                        for j in 0..<layout.patternCount(i) {
+                            let ti = Templates.index(
+                                blur: blur,
+                                shift: s,
+                                pattern: layout.pattern(i, j)
+                            )
                             let sot = (o.0 * t[3 * ti] + o.1 * t[3 * ti + 1] + o.2 * t[3 * ti + 2])
                                 .sum()
                             // Bars are dark: a fit with the pattern's contrast the wrong way
@@ -338,7 +267,8 @@ enum BlurredUPCEAN {
         // The guards: fixed patterns, no shift.
         var guards: Float = 0
         p.withUnsafeBufferPointer { p in
-            for (w, window) in guardWindows.enumerated() {
+            for w in layout.guards {
+                let window = guardWindows[w]
                 let template = guardTemplates[blur * guardWindows.count + w]
                 let n = template.values.count
                 let base = left + Float(window.start) * m
@@ -369,27 +299,40 @@ enum BlurredUPCEAN {
         var digits: [Int]
         var left: Float
         var right: Float
+        /// The fitted code's share of the profile's variance.
+        var fit: Float
         var margin: Float
+        /// Whether it passes ``minimumFit`` and the layout's ``Layout/minimumMargin``.
+        var passes: Bool
     }
 
     /// A place on the grid of ends and blurs, with its fit (residual over variance).
     typealias Start = (score: Float, left: Float, right: Float, blur: Int)
 
-    /// The grid: ends within 1.5 modules of each pair of candidates (95 modules of at least
-    /// a pixel), four blurs; best first.
-    static func coarse(_ p: [Float], lefts: [Float], rights: [Float]) -> [Start] {
-        var out = [Float](repeating: 0, count: 12 * 20)
+    /// The grid: ends within 1.2 modules of each pair of candidates, 0.8 apart (a pixel a
+    /// module at least), blurs of 0.5, 0.9 and 1.3 modules; best first. The refinement
+    /// reaches half a module and 0.2 further.
+    static func coarse(
+        _ p: [Float],
+        _ layout: Layout,
+        lefts: [Float],
+        rights: [Float]
+    ) -> [Start] {
+        var out = [Float](repeating: 0, count: layout.digitStarts.count * 20)
         var found: [Start] = []
+        let modules = Float(layout.modules)
+        let offsets: [Float] = [-1.2, -0.4, 0.4, 1.2]
         for l0 in lefts {
-            for r0 in rights where r0 - l0 >= 95 {
-                let m0 = (r0 - l0) / 95
-                for dl in stride(from: -1.5 as Float, through: 1.5, by: 0.75) {
-                    for dr in stride(from: -1.5 as Float, through: 1.5, by: 0.75) {
-                        for blur in [1, 4, 7, 10] {
+            for r0 in rights where r0 - l0 >= modules {
+                let m0 = (r0 - l0) / modules
+                for dl in offsets {
+                    for dr in offsets {
+                        for blur in [2, 6, 10] {
                             let l = l0 + dl * m0
                             let r = r0 + dr * m0
                             let fit = scores(
                                 p,
+                                layout,
                                 left: l,
                                 right: r,
                                 blur: blur,
@@ -397,7 +340,8 @@ enum BlurredUPCEAN {
                                 into: &out
                             )
                             guard fit.variance > 0 else { continue }
-                            found.append(((bestSum(out) + fit.guards) / fit.variance, l, r, blur))
+                            let residual = bestSum(out, layout) + fit.guards
+                            found.append((residual / fit.variance, l, r, blur))
                         }
                     }
                 }
@@ -406,14 +350,13 @@ enum BlurredUPCEAN {
         return found.sorted { $0.score < $1.score }
     }
 
-    /// The two best places of the grid refined (ends by a quarter, then an eighth of a
-    /// module, the blur by 0.1, digits shifted), then the code: nil unless it passes
-    /// ``minimumFit`` and ``minimumMargin``.
-    static func refine(_ p: [Float], starts: [Start]) -> Fit? {
-        var out = [Float](repeating: 0, count: 12 * 20)
+    /// A place of the grid refined (ends by 0.375, then 0.125 of a module, the blur by 0.1,
+    /// digits shifted), then the code and how well it fits.
+    static func refine(_ p: [Float], _ layout: Layout, from start: Start) -> Fit? {
+        var out = [Float](repeating: 0, count: layout.digitStarts.count * 20)
         var best: Start?
-        for start in starts.prefix(2) {
-            let m0 = (start.right - start.left) / 95
+        do {
+            let m0 = (start.right - start.left) / Float(layout.modules)
             var current = start
             current.score = .infinity
             for step in [0.375, 0.125] as [Float] {
@@ -427,13 +370,14 @@ enum BlurredUPCEAN {
                             let r = current.right + dr * m0
                             let fit = scores(
                                 p,
+                                layout,
                                 left: l,
                                 right: r,
                                 blur: blur,
                                 shifting: step < 0.2,
                                 into: &out
                             )
-                            let s = bestSum(out) + fit.guards
+                            let s = bestSum(out, layout) + fit.guards
                             if s < next.score { next = (s, l, r, blur) }
                         }
                     }
@@ -445,72 +389,37 @@ enum BlurredUPCEAN {
         guard let best else { return nil }
         let final = scores(
             p,
+            layout,
             left: best.left,
             right: best.right,
             blur: best.blur,
             shifting: true,
             into: &out
         )
-        let codes = twoBest(out)
+        let codes = twoBest(out, layout)
         guard codes.count == 2, final.variance > 0 else { return nil }
         let fit = 1 - (codes[0].score + final.guards) / final.variance
         let margin = codes[1].score / max(codes[0].score, 1e-6)
-        guard fit >= minimumFit, margin >= minimumMargin else { return nil }
-        return Fit(digits: codes[0].digits, left: best.left, right: best.right, margin: margin)
+        return Fit(
+            digits: codes[0].digits,
+            left: best.left,
+            right: best.right,
+            fit: fit,
+            margin: margin,
+            passes: fit >= minimumFit && margin >= layout.minimumMargin
+        )
     }
 
     /// The sum of each position's best pattern: the fit with no check digit.
-    static func bestSum(_ out: [Float]) -> Float {
+    static func bestSum(_ out: [Float], _ layout: Layout) -> Float {
         var sum: Float = 0
-        for i in 0..<12 {
-            let count = i < 6 ? 20 : 10
+        for i in 0..<layout.digitStarts.count {
             var best = Float.infinity
-            for j in 0..<count where out[i * 20 + j] < best { best = out[i * 20 + j] }
+            for j in 0..<layout.patternCount(i) where out[i * 20 + j] < best {
+                best = out[i * 20 + j]
+            }
             sum += best
         }
         return sum
-    }
-
-    /// The two codes (13 digits) of least residual that pass the check digit, with each first
-    /// digit's parity pattern: dynamic programming over the weighted sum modulo 10, two paths
-    /// kept per state.
-    static func twoBest(_ out: [Float]) -> [(score: Float, digits: [Int])] {
-        var results: [(score: Float, digits: [Int])] = []
-        for first in 0..<10 {
-            // state: the weighted sum so far modulo 10 -> up to two (score, digits).
-            var states = [[(score: Float, digits: [Int])]](repeating: [], count: 10)
-            states[first % 10] = [(0, [first])]
-            for i in 0..<12 {
-                let weight = i % 2 == 0 ? 3 : 1
-                let offset = i < 6 && parities[first] & (1 << i) != 0 ? 10 : 0
-                var next = [[(score: Float, digits: [Int])]](repeating: [], count: 10)
-                for state in 0..<10 {
-                    for path in states[state] {
-                        for digit in 0..<10 {
-                            let score = path.score + out[i * 20 + offset + digit]
-                            let to = (state + weight * digit) % 10
-                            insert((score, path.digits + [digit]), into: &next[to])
-                        }
-                    }
-                }
-                states = next
-            }
-            for path in states[0] { insert(path, into: &results) }
-        }
-        return results
-    }
-
-    /// Keeps the two lowest scores in `list`.
-    static func insert(
-        _ path: (score: Float, digits: [Int]),
-        into list: inout [(score: Float, digits: [Int])]
-    ) {
-        if list.count < 2 {
-            list.append(path)
-            if list.count == 2, list[1].score < list[0].score { list.swapAt(0, 1) }
-        } else if path.score < list[1].score {
-            list[1] = path
-            if list[1].score < list[0].score { list.swapAt(0, 1) }
-        }
     }
 }

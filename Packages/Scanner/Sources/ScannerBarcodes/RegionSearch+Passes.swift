@@ -157,14 +157,14 @@ extension RegionSearch {
                     }
                 )
             }
-            // Bars too blurred for edges: EAN-13 and UPC-A modules fitted (``BlurredUPCEAN``).
-            if !symbologies.isDisjoint(with: [.ean13, .upcA]) {
+            // Bars too blurred for edges: EAN and UPC modules fitted (``BlurredUPCEAN``).
+            if !BlurredUPCEAN.Layout.asked(symbologies).isEmpty {
                 var fitted = Stage("blurred EAN", symbologies, harder, zbar: nil, keep)
                 fitted.source = .uprightOrWork
                 let asked = symbologies
                 fitted.reader = { image, transform in
-                    BlurredUPCEAN.read(image).flatMap { $0.barcode(asked: asked, transform) }
-                        .map { [$0] } ?? []
+                    BlurredUPCEAN.read(image, asked: asked)
+                        .flatMap { $0.barcode(asked: asked, transform) }.map { [$0] } ?? []
                 }
                 stages.append(fitted)
             }
