@@ -106,6 +106,34 @@ enum BlurredUPCEAN {
                 }
             }
             candidates.sort { $0.start.score < $1.start.score }
+            // Far from any symbol seen square on: a tilt would not bring it within reach
+            // (tilted EAN-13s fitted square on at 0.4 and better).
+            if band == 0, (candidates.first?.start.score ?? .infinity) > 0.45 { return nil }
+            // The two best also at tilts either way (modules 8% and 16% wider at one end
+            // than uniform, as much narrower at the other): a photo taken at an angle.
+            for c in candidates.indices.prefix(2) where candidates[c].start.score <= 0.45 {
+                let candidate = candidates[c]
+                let tilted =
+                    candidate.isForward
+                    ? coarse(
+                        profile,
+                        candidate.layout,
+                        lefts: lefts,
+                        rights: rights,
+                        tilts: [-0.16, -0.08, 0.08, 0.16]
+                    )
+                    : coarse(
+                        reversed,
+                        candidate.layout,
+                        lefts: flipped.0,
+                        rights: flipped.1,
+                        tilts: [-0.16, -0.08, 0.08, 0.16]
+                    )
+                if let first = tilted.first, first.score < candidate.start.score {
+                    candidates[c].start = first
+                }
+            }
+            candidates.sort { $0.start.score < $1.start.score }
             guard let bestStart = candidates.first?.start.score else { continue }
             // Nothing like the symbol on the middle band: no other band is worth the work.
             // (EAN-13s blurred by up to 1.2 modules fitted at 0.12 and better; half the
@@ -209,56 +237,78 @@ enum BlurredUPCEAN {
     static func scores(
         _ p: [Float],
         _ layout: Layout,
-        left: Float,
-        right: Float,
-        blur: Int,
+        _ place: Place,
         shifting: Bool,
         into out: inout [Float]
     ) -> (variance: Float, guards: Float) {
-        let m = (right - left) / Float(layout.modules)
+        let modules = layout.modules
         let n = samplesPerDigit
         let positions = layout.digitStarts.count
         let shiftRange = shifting ? 0..<shifts.count : 2..<3
         let last = Float(p.count - 1)
         var total: Float = 0
         for i in 0..<(positions * 20) { out[i] = .infinity }
+        let templates = Self.templates
+        var samples = [Float](repeating: 0, count: 24)
         templates.values.withUnsafeBufferPointer { t in
-            p.withUnsafeBufferPointer { p in
-                for i in 0..<positions {
-                    for s in shiftRange {
-                        let base = left + (layout.digitStarts[i] + shifts[s]) * m
-                        var o = (SIMD8<Float>(), SIMD8<Float>(), SIMD8<Float>())
-                        var so: Float = 0
-                        var soo: Float = 0
-                        for k in 0..<n {
-                            let x = min(last, max(0, base + (Float(k) + 0.5) / 3 * m))
-                            let x0 = Int(x)
-                            let x1 = min(x0 + 1, p.count - 1)
-                            let f = x - Float(x0)
-                            let v = p[x0] + (p[x1] - p[x0]) * f
-                            switch k / 8 {
-                            case 0: o.0[k] = v
-                            case 1: o.1[k - 8] = v
-                            default: o.2[k - 16] = v
+            templates.sums.withUnsafeBufferPointer { sums in
+                templates.spreads.withUnsafeBufferPointer { spreads in
+                    p.withUnsafeBufferPointer { p in
+                        out.withUnsafeMutableBufferPointer { out in
+                            samples.withUnsafeMutableBufferPointer { o in
+                                for i in 0..<positions {
+                                    let blur = place.blur(
+                                        at: layout.digitStarts[i] + 3.5,
+                                        modules: modules
+                                    )
+                                    for s in shiftRange {
+                                        // The digit's samples (lanes 21-23 stay 0).
+                                        let base = layout.digitStarts[i] + shifts[s]
+                                        var so: Float = 0
+                                        var soo: Float = 0
+                                        for k in 0..<n {
+                                            let u = base + (Float(k) + 0.5) / 3
+                                            let x = min(
+                                                last,
+                                                max(0, place.pixel(u, modules: modules))
+                                            )
+                                            let x0 = Int(x)
+                                            let x1 = min(x0 + 1, p.count - 1)
+                                            let v = p[x0] + (p[x1] - p[x0]) * (x - Float(x0))
+                                            o[k] = v
+                                            so += v
+                                            soo += v * v
+                                        }
+                                        let raw = UnsafeRawPointer(o.baseAddress!)
+                                        let o0 = raw.loadUnaligned(as: SIMD8<Float>.self)
+                                        let o1 = raw.loadUnaligned(
+                                            fromByteOffset: 32,
+                                            as: SIMD8<Float>.self
+                                        )
+                                        let o2 = raw.loadUnaligned(
+                                            fromByteOffset: 64,
+                                            as: SIMD8<Float>.self
+                                        )
+                                        let vo = soo - so * so / Float(n)
+                                        if s == 2 { total += vo }
+                                        for j in 0..<layout.patternCount(i) {
+                                            let ti = Templates.index(
+                                                blur: blur,
+                                                shift: s,
+                                                pattern: layout.pattern(i, j)
+                                            )
+                                            let sot =
+                                                (o0 * t[3 * ti] + o1 * t[3 * ti + 1] + o2
+                                                * t[3 * ti + 2]).sum()
+                                            // Bars are dark: a fit with the pattern's contrast the
+                                            // wrong way round explains nothing.
+                                            let c = sot - so * sums[ti] / Float(n)
+                                            let r = c < 0 ? vo - c * c / spreads[ti] : vo
+                                            if r < out[i * 20 + j] { out[i * 20 + j] = r }
+                                        }
+                                    }
+                                }
                             }
-                            so += v
-                            soo += v * v
-                        }
-                        let vo = soo - so * so / Float(n)
-                        if s == 2 { total += vo }
-                        for j in 0..<layout.patternCount(i) {
-                            let ti = Templates.index(
-                                blur: blur,
-                                shift: s,
-                                pattern: layout.pattern(i, j)
-                            )
-                            let sot = (o.0 * t[3 * ti] + o.1 * t[3 * ti + 1] + o.2 * t[3 * ti + 2])
-                                .sum()
-                            // Bars are dark: a fit with the pattern's contrast the wrong way
-                            // round explains nothing.
-                            let c = sot - so * templates.sums[ti] / Float(n)
-                            let r = c < 0 ? vo - c * c / templates.spreads[ti] : vo
-                            if r < out[i * 20 + j] { out[i * 20 + j] = r }
                         }
                     }
                 }
@@ -269,14 +319,19 @@ enum BlurredUPCEAN {
         p.withUnsafeBufferPointer { p in
             for w in layout.guards {
                 let window = guardWindows[w]
+                let blur = place.blur(
+                    at: Float(window.start) + Float(window.modules.count) / 2,
+                    modules: modules
+                )
                 let template = guardTemplates[blur * guardWindows.count + w]
                 let n = template.values.count
-                let base = left + Float(window.start) * m
+                let base = Float(window.start)
                 var so: Float = 0
                 var soo: Float = 0
                 var sot: Float = 0
                 for k in 0..<n {
-                    let x = min(last, max(0, base + (Float(k) + 0.5) / 3 * m))
+                    let u = base + (Float(k) + 0.5) / 3
+                    let x = min(last, max(0, place.pixel(u, modules: modules)))
                     let x0 = Int(x)
                     let x1 = min(x0 + 1, p.count - 1)
                     let v = p[x0] + (p[x1] - p[x0]) * (x - Float(x0))
@@ -306,42 +361,75 @@ enum BlurredUPCEAN {
         var passes: Bool
     }
 
-    /// A place on the grid of ends and blurs, with its fit (residual over variance).
-    typealias Start = (score: Float, left: Float, right: Float, blur: Int)
+    /// Where a symbol lies in a profile and how it looks: the first bar's start and the last
+    /// bar's end (pixels), the tilt of its plane and the blur (an index of ``blurs``).
+    struct Place {
+        var left: Float
+        var right: Float
+        /// A symbol photographed at an angle to its plane has modules wider at the near end:
+        /// module u of n lies at left + (right − left) · f(u / n), f(t) = t (1 + k) / (1 + k t),
+        /// the one-dimensional projection that keeps both ends. Its modules are 1 + k times
+        /// wider at the start than uniform ones, 1 / (1 + k) at the end.
+        var tilt: Float = 0
+        var blur: Int
+
+        /// The blur index at module position `u`: the blur is the camera's, the same in
+        /// pixels along the symbol, so where a tilted symbol's modules are narrower it is
+        /// wider in modules. ``blur`` is the blur at the mean module width.
+        @inline(__always)
+        func blur(at u: Float, modules: Int) -> Int {
+            guard tilt != 0 else { return blur }
+            // The mean module width over the local one: 1 / f'(t).
+            let t = u / Float(modules)
+            let ratio = (1 + tilt * t) * (1 + tilt * t) / (1 + tilt)
+            let index = Int((BlurredUPCEAN.blurs[blur] * ratio - 0.3) / 0.1 + 0.5)
+            return min(BlurredUPCEAN.blurs.count - 1, max(0, index))
+        }
+
+        /// Module position `u` (of `modules`) to pixel.
+        @inline(__always)
+        func pixel(_ u: Float, modules: Int) -> Float {
+            let t = u / Float(modules)
+            return left + (right - left) * t * (1 + tilt) / (1 + tilt * t)
+        }
+    }
+
+    /// A place on the grid, with its fit (residual over variance).
+    typealias Start = (score: Float, place: Place)
 
     /// The grid: ends within 1.2 modules of each pair of candidates, 0.8 apart (a pixel a
-    /// module at least), blurs of 0.5, 0.9 and 1.3 modules; best first. The refinement
-    /// reaches half a module and 0.2 further.
+    /// module at least; with tilts, within 0.8), blurs of 0.5, 0.9 and 1.3 modules, the
+    /// given tilts; best first.
+    /// The refinement reaches half a module, 0.2 of blur and 0.075 of tilt further.
     static func coarse(
         _ p: [Float],
         _ layout: Layout,
         lefts: [Float],
-        rights: [Float]
+        rights: [Float],
+        tilts: [Float] = [0]
     ) -> [Start] {
         var out = [Float](repeating: 0, count: layout.digitStarts.count * 20)
         var found: [Start] = []
         let modules = Float(layout.modules)
-        let offsets: [Float] = [-1.2, -0.4, 0.4, 1.2]
+        let offsets: [Float] = tilts == [0] ? [-1.2, -0.4, 0.4, 1.2] : [-0.8, 0, 0.8]
         for l0 in lefts {
             for r0 in rights where r0 - l0 >= modules {
                 let m0 = (r0 - l0) / modules
                 for dl in offsets {
                     for dr in offsets {
                         for blur in [2, 6, 10] {
-                            let l = l0 + dl * m0
-                            let r = r0 + dr * m0
-                            let fit = scores(
-                                p,
-                                layout,
-                                left: l,
-                                right: r,
-                                blur: blur,
-                                shifting: false,
-                                into: &out
-                            )
-                            guard fit.variance > 0 else { continue }
-                            let residual = bestSum(out, layout) + fit.guards
-                            found.append((residual / fit.variance, l, r, blur))
+                            for tilt in tilts {
+                                let place = Place(
+                                    left: l0 + dl * m0,
+                                    right: r0 + dr * m0,
+                                    tilt: tilt,
+                                    blur: blur
+                                )
+                                let fit = scores(p, layout, place, shifting: false, into: &out)
+                                guard fit.variance > 0 else { continue }
+                                let residual = bestSum(out, layout) + fit.guards
+                                found.append((residual / fit.variance, place))
+                            }
                         }
                     }
                 }
@@ -351,62 +439,58 @@ enum BlurredUPCEAN {
     }
 
     /// A place of the grid refined (ends by 0.375, then 0.125 of a module, the blur by 0.1,
-    /// digits shifted), then the code and how well it fits.
+    /// then the tilt by 0.05, then 0.025; digits shifted in the second round), then the code
+    /// and how well it fits.
     static func refine(_ p: [Float], _ layout: Layout, from start: Start) -> Fit? {
         var out = [Float](repeating: 0, count: layout.digitStarts.count * 20)
-        var best: Start?
-        do {
-            let m0 = (start.right - start.left) / Float(layout.modules)
-            var current = start
-            current.score = .infinity
-            for step in [0.375, 0.125] as [Float] {
-                var next = current
-                for dl in [-step, 0, step] {
-                    for dr in [-step, 0, step] {
-                        for db in -1...1 {
-                            let blur = current.blur + db
-                            guard blurs.indices.contains(blur) else { continue }
-                            let l = current.left + dl * m0
-                            let r = current.right + dr * m0
-                            let fit = scores(
-                                p,
-                                layout,
-                                left: l,
-                                right: r,
-                                blur: blur,
-                                shifting: step < 0.2,
-                                into: &out
-                            )
-                            let s = bestSum(out, layout) + fit.guards
-                            if s < next.score { next = (s, l, r, blur) }
-                        }
+        let m0 = (start.place.right - start.place.left) / Float(layout.modules)
+        var best = start
+        best.score = .infinity
+        func consider(_ place: Place, shifting: Bool, into next: inout Start) {
+            guard blurs.indices.contains(place.blur) else { return }
+            let fit = scores(p, layout, place, shifting: shifting, into: &out)
+            let score = bestSum(out, layout) + fit.guards
+            if score < next.score { next = (score, place) }
+        }
+        // Ends and tilt together (a tilt moves the middle of the symbol as the ends move its
+        // sides), then the blur; digits shifted in the last round.
+        let rounds: [(Float, Float)] = [(0.375, 0.04), (0.2, 0.02), (0.1, 0.01)]
+        for (round, (step, tiltStep)) in rounds.enumerated() {
+            let shifting = round == rounds.count - 1
+            var next = best
+            next.score = .infinity
+            for dl in [-step, 0, step] {
+                for dr in [-step, 0, step] {
+                    for dt in [-tiltStep, 0, tiltStep] {
+                        var place = best.place
+                        place.left += dl * m0
+                        place.right += dr * m0
+                        place.tilt += dt
+                        consider(place, shifting: shifting, into: &next)
                     }
                 }
-                current = next
             }
-            if current.score < (best?.score ?? .infinity) { best = current }
+            best = next
+            let centre = best.place
+            for db in [-1, 1] {
+                var place = centre
+                place.blur += db
+                consider(place, shifting: shifting, into: &best)
+            }
         }
-        guard let best else { return nil }
-        let final = scores(
-            p,
-            layout,
-            left: best.left,
-            right: best.right,
-            blur: best.blur,
-            shifting: true,
-            into: &out
-        )
+        let final = scores(p, layout, best.place, shifting: true, into: &out)
         let codes = twoBest(out, layout)
         guard codes.count == 2, final.variance > 0 else { return nil }
         let fit = 1 - (codes[0].score + final.guards) / final.variance
         let margin = codes[1].score / max(codes[0].score, 1e-6)
         return Fit(
             digits: codes[0].digits,
-            left: best.left,
-            right: best.right,
+            left: best.place.left,
+            right: best.place.right,
             fit: fit,
             margin: margin,
-            passes: fit >= minimumFit && margin >= layout.minimumMargin
+            passes: fit >= minimumFit
+                && margin >= layout.minimumMargin * (1 + 2 * abs(best.place.tilt))
         )
     }
 

@@ -160,7 +160,7 @@ extension RegionSearch {
             // Bars too blurred for edges: EAN and UPC modules fitted (``BlurredUPCEAN``).
             if !BlurredUPCEAN.Layout.asked(symbologies).isEmpty {
                 var fitted = Stage("blurred EAN", symbologies, harder, zbar: nil, keep)
-                fitted.source = .uprightOrWork
+                fitted.source = .widened
                 let asked = symbologies
                 fitted.reader = { image, transform in
                     BlurredUPCEAN.read(image, asked: asked)
@@ -305,6 +305,21 @@ extension RegionSearch {
                 guard let turned = upright() else { continue }
                 source = turned
             case .uprightOrWork: source = upright() ?? (work, toGrey)
+            case .widened:
+                // The image's whole width along the region's rows: blurred fine modules make
+                // flat grey that splits one symbol's texture into regions, each holding part.
+                // Only for bars that need no turn (a turned crop's filled corners make edges
+                // of their own).
+                guard candidate.isLinear, abs(candidate.angle) <= 20,
+                    upright() == nil || abs(uprightAngle ?? 0) <= 4,
+                    let wide = grey.cropped(
+                        to: PixelRect(x: 0, y: area.y, width: grey.width, height: area.height)
+                    )
+                else {
+                    source = upright() ?? (work, toGrey)
+                    break
+                }
+                source = (wide, PointTransform.translation(0, Double(area.y)))
             case .uprightUpscaled:
                 // Modules of one or two pixels, which a symbol in a region of more than
                 // 100,000 pixels seldom has; scaling by 1.5 read as many as by 2 (the rotated
@@ -400,6 +415,9 @@ extension RegionSearch {
             case uprightOrWork
             /// The region turned by the bars' measured angle and scaled by 1.5 in one go.
             case uprightUpscaled
+            /// The region's rows across the whole image when its bars need no turn; else as
+            /// ``uprightOrWork``.
+            case widened
         }
 
         init(

@@ -43,6 +43,87 @@ struct BlurredUPCEANTests {
         #expect(abs(code.points[1].x - 232) <= 3, "\(code.points)")
     }
 
+    /// An EAN-13 drawn as a camera sees it: `module` px modules, wider by 1 + `tilt` at the
+    /// near end (the symbol's plane at an angle), a Gaussian blur of `sigma` modules (in
+    /// pixels, the same along the symbol), bars `height` rows high with nothing above or
+    /// below, seeded noise of about 3 grey levels.
+    static func photographed(
+        _ text: String,
+        module: Double,
+        tilt: Double = 0,
+        sigma: Double,
+        height: Int
+    ) throws -> ImageBuffer {
+        let digits = text.compactMap(\.wholeNumberValue)
+        let l = BlurredUPCEAN.lCodes
+        let r = l.map { $0.map { 1 - $0 } }
+        var bits = [1, 0, 1]
+        for i in 0..<6 {
+            let g = BlurredUPCEAN.parities[digits[0]] & (1 << i) != 0
+            bits += g ? Array(r[digits[i + 1]].reversed()) : l[digits[i + 1]]
+        }
+        bits += [0, 1, 0, 1, 0]
+        for i in 7..<13 { bits += r[digits[i]] }
+        bits += [1, 0, 1]
+        let span = 95 * module
+        let width = Int(span) + 80
+        var dark = [Double](repeating: 0, count: width)
+        for x in 0..<width {
+            for sub in 0..<8 {
+                let y = (Double(x) + (Double(sub) + 0.5) / 8 - 40) / span
+                let u = 95 * y / (1 + tilt - tilt * y)
+                if u >= 0, u < 95, bits[Int(u)] == 1 { dark[x] += 1.0 / 8 }
+            }
+        }
+        let s = sigma * module
+        let reach = Int(4 * s) + 1
+        let kernel = (-reach...reach).map { exp(-0.5 * Double($0 * $0) / (s * s)) }
+        let total = kernel.reduce(0, +)
+        var seed: UInt64 = 0xB1A5
+        var pixels = [UInt8](repeating: 0, count: width * height)
+        for x in 0..<width {
+            var v = 0.0
+            for (j, w) in kernel.enumerated() {
+                let xx = min(width - 1, max(0, x + j - reach))
+                v += w * dark[xx]
+            }
+            v /= total
+            for y in 0..<height {
+                seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                let noise = Double(Int((seed >> 33) % 7) - 3)
+                pixels[y * width + x] = UInt8(max(0, min(255, 225 - 190 * v + noise)))
+            }
+        }
+        return try ImageBuffer(width: width, height: height, format: .grey, pixels: pixels)
+    }
+
+    @Test("Bars blurred into flat grey across their middle read whole, not as two regions")
+    func splitByBlur() throws {
+        // 3.2 px modules blurred by 0.75 of a module, 60 rows: the texture finder sees two
+        // regions, one each side of the middle guard.
+        let image = try Self.photographed("1144024264624", module: 3.2, sigma: 0.75, height: 60)
+        let codes = Self.reader.scan(image)
+        #expect(codes.map(\.text) == ["1144024264624"])
+        #expect(codes.map(\.engine) == [.templates])
+    }
+
+    @Test(
+        "An EAN-13 photographed at an angle and out of focus reads",
+        arguments: [0.12, -0.12]
+    )
+    func tilted(tilt: Double) throws {
+        let image = try Self.photographed(
+            "5901234123457",
+            module: 2.6,
+            tilt: tilt,
+            sigma: 0.7,
+            height: 100
+        )
+        let codes = Self.reader.scan(image)
+        #expect(codes.map(\.text) == ["5901234123457"])
+        #expect(codes.map(\.engine) == [.templates])
+    }
+
     @Test("A blurred UPC-A reads as UPC-A (13 digits, a leading 0); upside down too")
     func blurredUPCA() throws {
         for extra in [[], ["-rotate", "180"]] {
