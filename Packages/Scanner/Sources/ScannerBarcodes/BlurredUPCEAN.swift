@@ -223,10 +223,19 @@ enum BlurredUPCEAN {
 
     // MARK: - The fit
 
-    /// Each digit position's residual for each pattern it may hold (left: L and G, 20;
-    /// right: R, 10, in the first 10 of 20) at the symbol's ends `left` and `right` (pixels)
-    /// and blur index `blur`, the best over the shifts (or none), with the profile's variance
-    /// about each digit's mean.
+    /// The residual of samples with centred square sum `variance` after the best fit of a
+    /// pattern with centred square sum `spread` (a level and a contrast), `covariance` being
+    /// their centred cross sum. Bars are dark: a fit with the pattern's contrast the wrong way
+    /// round explains nothing.
+    @inline(__always)
+    static func residual(variance: Float, covariance: Float, spread: Float) -> Float {
+        covariance < 0 ? variance - covariance * covariance / spread : variance
+    }
+
+    /// Each digit position's residual for each pattern it may hold (rows of 20: L then G, or
+    /// R in the first 10) with the symbol at `place`, the best over the shifts (or none);
+    /// the profile's variance about each digit's and guard window's mean, and the guards'
+    /// residual.
     static func scores(
         _ p: [Float],
         _ layout: Layout,
@@ -238,7 +247,6 @@ enum BlurredUPCEAN {
         let n = samplesPerDigit
         let positions = layout.digitStarts.count
         let shiftRange = shifting ? 0..<shifts.count : 2..<3
-        let last = Float(p.count - 1)
         var total: Float = 0
         for i in 0..<(positions * 20) { out[i] = .infinity }
         let templates = Self.templates
@@ -261,13 +269,7 @@ enum BlurredUPCEAN {
                                         var soo: Float = 0
                                         for k in 0..<n {
                                             let u = base + (Float(k) + 0.5) / 3
-                                            let x = min(
-                                                last,
-                                                max(0, place.pixel(u, modules: modules))
-                                            )
-                                            let x0 = Int(x)
-                                            let x1 = min(x0 + 1, p.count - 1)
-                                            let v = p[x0] + (p[x1] - p[x0]) * (x - Float(x0))
+                                            let v = place.sample(p, at: u, modules: modules)
                                             o[k] = v
                                             so += v
                                             soo += v * v
@@ -293,10 +295,11 @@ enum BlurredUPCEAN {
                                             let sot =
                                                 (o0 * t[3 * ti] + o1 * t[3 * ti + 1] + o2
                                                 * t[3 * ti + 2]).sum()
-                                            // Bars are dark: a fit with the pattern's contrast the
-                                            // wrong way round explains nothing.
-                                            let c = sot - so * sums[ti] / Float(n)
-                                            let r = c < 0 ? vo - c * c / spreads[ti] : vo
+                                            let r = residual(
+                                                variance: vo,
+                                                covariance: sot - so * sums[ti] / Float(n),
+                                                spread: spreads[ti]
+                                            )
                                             if r < out[i * 20 + j] { out[i * 20 + j] = r }
                                         }
                                     }
@@ -323,19 +326,18 @@ enum BlurredUPCEAN {
                 var soo: Float = 0
                 var sot: Float = 0
                 for k in 0..<n {
-                    let u = base + (Float(k) + 0.5) / 3
-                    let x = min(last, max(0, place.pixel(u, modules: modules)))
-                    let x0 = Int(x)
-                    let x1 = min(x0 + 1, p.count - 1)
-                    let v = p[x0] + (p[x1] - p[x0]) * (x - Float(x0))
+                    let v = place.sample(p, at: base + (Float(k) + 0.5) / 3, modules: modules)
                     so += v
                     soo += v * v
                     sot += v * template.values[k]
                 }
                 let vo = soo - so * so / Float(n)
-                let c = sot - so * template.sum / Float(n)
                 total += vo
-                guards += c < 0 ? vo - c * c / template.spread : vo
+                guards += residual(
+                    variance: vo,
+                    covariance: sot - so * template.sum / Float(n),
+                    spread: template.spread
+                )
             }
         }
         return (total, guards)
@@ -379,6 +381,15 @@ enum BlurredUPCEAN {
             return min(BlurredUPCEAN.blurs.count - 1, max(0, index))
         }
 
+        /// The profile at module position `u`, linearly interpolated, clamped to its ends.
+        @inline(__always)
+        func sample(_ p: UnsafeBufferPointer<Float>, at u: Float, modules: Int) -> Float {
+            let x = min(Float(p.count - 1), max(0, pixel(u, modules: modules)))
+            let x0 = Int(x)
+            let x1 = min(x0 + 1, p.count - 1)
+            return p[x0] + (p[x1] - p[x0]) * (x - Float(x0))
+        }
+
         /// Module position `u` (of `modules`) to pixel.
         @inline(__always)
         func pixel(_ u: Float, modules: Int) -> Float {
@@ -393,7 +404,7 @@ enum BlurredUPCEAN {
     /// The grid: ends within 1.2 modules of each pair of candidates, 0.8 apart (a pixel a
     /// module at least; with tilts, within 0.8), blurs of 0.5, 0.9 and 1.3 modules, the
     /// given tilts: the best place.
-    /// The refinement reaches half a module, 0.2 of blur and 0.075 of tilt further.
+    /// The refinement reaches 0.675 of a module, 0.3 of blur and 0.07 of tilt further.
     static func coarse(
         _ p: [Float],
         _ layout: Layout,
@@ -431,9 +442,9 @@ enum BlurredUPCEAN {
         return best
     }
 
-    /// A place of the grid refined (ends by 0.375, then 0.125 of a module, the blur by 0.1,
-    /// then the tilt by 0.05, then 0.025; digits shifted in the second round), then the code
-    /// and how well it fits.
+    /// A place of the grid refined in three rounds (ends by 0.375, 0.2 and 0.1 of a module
+    /// together with the tilt by 0.04, 0.02 and 0.01, then the blur by 0.1; digits shifted in
+    /// the last round), then the code and how well it fits.
     static func refine(_ p: [Float], _ layout: Layout, from start: Start) -> Fit? {
         var out = [Float](repeating: 0, count: layout.digitStarts.count * 20)
         let m0 = (start.place.right - start.place.left) / Float(layout.modules)

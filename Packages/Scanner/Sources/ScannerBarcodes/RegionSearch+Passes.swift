@@ -310,8 +310,7 @@ extension RegionSearch {
                 // flat grey that splits one symbol's texture into regions, each holding part.
                 // Only for bars that need no turn (a turned crop's filled corners make edges
                 // of their own).
-                guard candidate.isLinear, abs(candidate.angle) <= 20,
-                    upright() == nil || abs(uprightAngle ?? 0) <= 4,
+                guard candidate.isLinear, abs(candidate.angle) <= 20, upright() == nil,
                     let wide = grey.cropped(
                         to: PixelRect(x: 0, y: area.y, width: grey.width, height: area.height)
                     )
