@@ -317,4 +317,33 @@ struct FaultTests {
         }
         await server.stop()
     }
+
+    @Test(
+        "a database that stops answering makes /health say 503 within its limit, not hang",
+        arguments: DatabaseKind.allCases
+    )
+    func healthWhileTheDatabaseStalls(kind: DatabaseKind) async throws {
+        let faults = InjectedFaults()
+        let server = try await TestServer.start(kind, faults: faults)
+        let health = URL(string: server.url.absoluteString + "/health")!
+        do {
+            #expect(try await PlainHTTP.send("GET", health).status == 200)
+            // The health check's ping waits 20 s for an answer; the check gives up after 1 s.
+            faults.stall { $0.contains("SELECT 1") }
+            let clock = ContinuousClock()
+            let started = clock.now
+            let reply = try await PlainHTTP.send("GET", health)
+            let waited = clock.now - started
+            #expect(reply.status == 503)
+            #expect(try reply.decode(ServerHealth.self).status == "unavailable")
+            #expect(waited < .seconds(10), "health waited \(waited)")
+            faults.stall(when: nil)
+            #expect(try await PlainHTTP.send("GET", health).status == 200)
+        } catch {
+            faults.stall(when: nil)
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
 }

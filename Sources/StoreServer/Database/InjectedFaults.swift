@@ -9,6 +9,7 @@ internal import Synchronization
 /// production (`StoreServerConfiguration` has no public way to set it).
 final class InjectedFaults: Sendable {
     private let rule = Mutex<(@Sendable (String) -> Bool)?>(nil)
+    private let stallRule = Mutex<(@Sendable (String) -> Bool)?>(nil)
 
     init() {}
 
@@ -19,6 +20,45 @@ final class InjectedFaults: Sendable {
 
     func fails(_ sql: String) -> Bool {
         rule.withLock { $0 }?(sql) ?? false
+    }
+
+    /// Makes the statements `rule` selects wait, as behind a database that has stopped
+    /// answering, until the rule is lifted (nil: none; the waiting statements run then) or
+    /// for ``stallTime``.
+    func stall(when rule: (@Sendable (String) -> Bool)?) {
+        stallRule.withLock { $0 = rule }
+        if rule == nil {
+            let waiting = stalled.withLock { waiting in
+                defer { waiting.removeAll() }
+                return Array(waiting.values)
+            }
+            for promise in waiting { promise.succeed() }
+        }
+    }
+
+    func stalls(_ sql: String) -> Bool {
+        stallRule.withLock { $0 }?(sql) ?? false
+    }
+
+    /// How long a stalled statement waits at most: longer than any limit the server puts on
+    /// one.
+    static let stallTime: TimeAmount = .seconds(20)
+
+    private let stalled = Mutex<[Int: EventLoopPromise<Void>]>([:])
+    private let nextStall = Mutex(0)
+
+    /// A future that completes when the stall is lifted or after ``stallTime``.
+    func stallEnds(on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        let promise = eventLoop.makePromise(of: Void.self)
+        let id = nextStall.withLock { value in
+            value += 1
+            return value
+        }
+        stalled.withLock { $0[id] = promise }
+        eventLoop.scheduleTask(in: Self.stallTime) { [self] in
+            stalled.withLock { $0.removeValue(forKey: id) }?.succeed()
+        }
+        return promise.futureResult
     }
 }
 
@@ -44,6 +84,10 @@ struct FaultySQLDatabase: SQLDatabase {
         var serializer = SQLSerializer(database: base)
         query.serialize(to: &serializer)
         if faults.fails(serializer.sql) { return eventLoop.makeFailedFuture(InjectedFault()) }
+        if faults.stalls(serializer.sql) {
+            let base = self.base
+            return faults.stallEnds(on: eventLoop).flatMap { base.execute(sql: query, onRow) }
+        }
         return base.execute(sql: query, onRow)
     }
 }

@@ -428,10 +428,13 @@ public final class StoreDatabase: Sendable {
     func isReachable(within limit: Duration = .seconds(2)) async -> Bool {
         await withCheckedContinuation { continuation in
             let answer = FirstAnswer(continuation)
-            Task { answer.give(await self.ping()) }
-            Task {
+            let timer = Task {
                 try? await Task.sleep(for: limit)
                 answer.give(false)
+            }
+            Task {
+                answer.give(await self.ping())
+                timer.cancel()
             }
         }
     }
