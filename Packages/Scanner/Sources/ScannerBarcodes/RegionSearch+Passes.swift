@@ -349,7 +349,8 @@ extension RegionSearch {
                     // needs every line.
                     scanLines: candidate.isLinear
                         ? lines.capped(height: image.height, width: image.width) : lines,
-                    transform: transform
+                    transform: transform,
+                    surroundings: ZBarEngine.Surroundings(grey: grey)
                 )
             }
             // Only what is new ends the region's search: a neighbour decoded before may

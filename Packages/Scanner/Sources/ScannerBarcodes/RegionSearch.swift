@@ -232,7 +232,12 @@ struct RegionSearch {
                     transform: t
                 ) ?? []
             if found.isEmpty, ZBarEngine.supports(any: symbologies) {
-                found = ZBarEngine.read(image, symbologies: symbologies, transform: t)
+                found = ZBarEngine.read(
+                    image,
+                    symbologies: symbologies,
+                    transform: t,
+                    surroundings: ZBarEngine.Surroundings(grey: grey)
+                )
             }
             found = found.filter(liesOnBars)
             logger.debug("scanner pass", metadata: Self.metadata(name, found.count, started))

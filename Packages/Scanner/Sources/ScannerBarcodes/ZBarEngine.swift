@@ -41,14 +41,33 @@ enum ZBarEngine {
         }
     }
 
+    /// The image a derived image was made from, to look around a reading in: `grey`, whose
+    /// pixel (0, 0) is the original image's `origin` (a region of interest's corner).
+    struct Surroundings {
+        let grey: ImageBuffer
+        var origin = ImagePoint(x: 0, y: 0)
+
+        /// The level at the original image's (`x`, `y`), nil outside `grey`.
+        func level(x: Double, y: Double) -> Int? {
+            let (column, row) = (Int(x.rounded()) - origin.x, Int(y.rounded()) - origin.y)
+            guard column >= 0, row >= 0, column < grey.width, row < grey.height else {
+                return nil
+            }
+            return Int(grey.pixels[row * grey.stride + column])
+        }
+    }
+
     /// Reads `grey` (format `.grey`), or only `region` of it; `transform` maps its points to
-    /// the original image.
+    /// the original image. `surroundings`, when `grey` is derived (a region's crop, turned or
+    /// scaled), is the image it came from, where short EAN and UPC readings look for the
+    /// bars of a longer symbol beside them (``hasBarsInQuietZone(_:pixel:)``).
     static func read(
         _ grey: ImageBuffer,
         region: PixelRect? = nil,
         symbologies: Set<Symbology>,
         scanLines: ScanLines = .all,
-        transform: PointTransform
+        transform: PointTransform = .identity,
+        surroundings: Surroundings? = nil
     ) -> [Barcode] {
         guard let scanner = zbar_image_scanner_create() else { return [] }
         defer { zbar_image_scanner_destroy(scanner) }
@@ -111,8 +130,18 @@ enum ZBarEngine {
             let status = zbar_scan_image(scanner, image)
             guard status > 0 else { return }
             var symbol = zbar_image_first_symbol(image)
+            func pixel(_ x: Int, _ y: Int) -> Int? {
+                if let surroundings {
+                    let (ox, oy) = transform.apply(x: Double(x), y: Double(y))
+                    return surroundings.level(x: ox, y: oy)
+                }
+                guard x >= 0, y >= 0, x < width, y < height else { return nil }
+                return Int(buffer[y * width + x])
+            }
             while let s = symbol {
-                if let barcode = makeBarcode(s, symbologies: symbologies, transform: transform) {
+                if !hasBarsInQuietZone(s, pixel: pixel),
+                    let barcode = makeBarcode(s, symbologies: symbologies, transform: transform)
+                {
                     found.append(barcode)
                 }
                 symbol = zbar_symbol_next(s)

@@ -16,6 +16,26 @@ package struct PointTransform: Sendable {
         )
     }
 
+    /// The point (`x`, `y`) mapped, unrounded.
+    package func apply(x: Double, y: Double) -> (x: Double, y: Double) {
+        (a * x + b * y + tx, c * x + d * y + ty)
+    }
+
+    /// The transform that undoes this one (the identity when this one flattens the plane).
+    package func inverted() -> PointTransform {
+        let det = a * d - b * c
+        guard abs(det) > 1e-12 else { return .identity }
+        let (ia, ib, ic, id) = (d / det, -b / det, -c / det, a / det)
+        return PointTransform(
+            a: ia,
+            b: ib,
+            c: ic,
+            d: id,
+            tx: -(ia * tx + ib * ty),
+            ty: -(ic * tx + id * ty)
+        )
+    }
+
     /// First `inner`, then `self`.
     package func after(_ inner: PointTransform) -> PointTransform {
         PointTransform(
