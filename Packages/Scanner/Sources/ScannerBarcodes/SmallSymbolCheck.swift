@@ -191,7 +191,8 @@ enum SmallSymbolCheck {
     }
 
     /// `code`, an EAN or UPC reading, read again by ``BlurredUPCEAN`` where it lies: the
-    /// band of the image's rows through its box (then of its columns, the bars lying), or,
+    /// band of the image's rows through its box (of its columns first where the box is
+    /// taller than wide, the bars perhaps lying), or,
     /// tilted, its rectangle turned upright and widened by its length each way. zbar's box
     /// can span only the half of an EAN-13 it decoded last, or a single column, so the band
     /// runs the image's width; a reading counts only when it spans `code`'s centre.
@@ -223,24 +224,34 @@ enum SmallSymbolCheck {
             return read(image, transform)
         }
         let pad = max(8, min(box.width, box.height) / 2)
-        let rows = PixelRect(x: 0, y: box.y - pad, width: grey.width, height: box.height + 2 * pad)
-        if let band = grey.cropped(to: rows) {
-            let transform = PointTransform.translation(0, Double(max(0, rows.y)))
-            if let fitted = read(band, transform) { return fitted }
+        func alongRows() -> Barcode? {
+            let rows = PixelRect(
+                x: 0,
+                y: box.y - pad,
+                width: grey.width,
+                height: box.height + 2 * pad
+            )
+            guard let band = grey.cropped(to: rows) else { return nil }
+            return read(band, PointTransform.translation(0, Double(max(0, rows.y))))
         }
         // The bars lying: the columns through the box, turned a quarter clockwise.
-        let left = max(0, box.x - pad)
-        let right = min(grey.width, box.x + box.width + pad)
-        guard right - left >= 4 else { return nil }
-        let (image, transform) = GreyOps.orientedRect(
-            grey,
-            centre: (Double(left + right) / 2, Double(grey.height) / 2),
-            degrees: 90,
-            width: Double(grey.height),
-            height: Double(right - left),
-            scale: 1
-        )
-        return read(image, transform)
+        func alongColumns() -> Barcode? {
+            let left = max(0, box.x - pad)
+            let right = min(grey.width, box.x + box.width + pad)
+            guard right - left >= 4 else { return nil }
+            let (image, transform) = GreyOps.orientedRect(
+                grey,
+                centre: (Double(left + right) / 2, Double(grey.height) / 2),
+                degrees: 90,
+                width: Double(grey.height),
+                height: Double(right - left),
+                scale: 1
+            )
+            return read(image, transform)
+        }
+        // A box longest across the image's rows is a reading along them; a taller one may
+        // be either (zbar's box of a single column, a tall symbol).
+        return box.height > box.width ? alongColumns() ?? alongRows() : alongRows()
     }
 
     /// Where a tilted 1D symbol or PDF417 lies, as a rectangle along its rows: its centre,
