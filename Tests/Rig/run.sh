@@ -399,17 +399,22 @@ t_rig_kill_instance() {
   rig start-app "$rig_state" 1
 }
 
-t_rig_postgres_restart() {
-  grep -q "READY=1" "$rig_state/app1.notify.log" || fail "app1 never said READY=1"
-  # Both instances serve before the database goes (app1 was started again just now).
-  local address since
-  since=$(now_ms)
+# Waits until app1 and app2 answer /health with 200 straight (from the load balancer's
+# host); fails saying which does not serve, and WHEN, 15 s after SINCE (ms).
+both_serve() {
+  local since=$1 when=$2 address
   for address in 10.204.0.21 10.204.0.22; do
     until rig on "$rig_state" lb curl -fsS -o /dev/null --max-time 1 "http://$address:8080/health" 2>/dev/null; do
-      (($(now_ms) - since < 15000)) || fail "$address does not serve before the test"
+      (($(now_ms) - since < 15000)) || fail "$address does not serve $when"
       sleep 0.1
     done
   done
+}
+
+t_rig_postgres_restart() {
+  grep -q "READY=1" "$rig_state/app1.notify.log" || fail "app1 never said READY=1"
+  # Both instances serve before the database goes (app1 was started again just now).
+  both_serve "$(now_ms)" "before the test"
   # Whatever fails below, the database comes back for the tests after this one (the test
   # runs in a subshell of its own: this trap ends with it).
   db_down=1
@@ -442,12 +447,7 @@ t_rig_postgres_restart() {
   db_down=0
   local back ms
   back=$(now_ms)
-  for address in 10.204.0.21 10.204.0.22; do
-    until rig on "$rig_state" lb curl -fsS -o /dev/null --max-time 1 "http://$address:8080/health" 2>/dev/null; do
-      (($(now_ms) - back < 15000)) || fail "$address does not serve 15 s after PostgreSQL is back"
-      sleep 0.1
-    done
-  done
+  both_serve "$back" "15 s after PostgreSQL is back"
   ms=$(($(now_ms) - back))
   echo "figure: both instances serve again $ms ms after PostgreSQL is back"
   ((ms <= 5000)) || fail "recovery took $ms ms (target ≤ 5000 ms)"

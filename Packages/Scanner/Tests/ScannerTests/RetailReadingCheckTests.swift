@@ -6,6 +6,25 @@ import Testing
 
 @Suite("EAN and UPC readings checked: quiet zones, and blurred digits fitted")
 struct RetailReadingCheckTests {
+    /// An EAN-13 as ``BlurredUPCEANTests/photographed(_:module:tilt:sigma:height:)`` draws it.
+    static func photo(
+        _ text: String,
+        _ module: Double,
+        _ tilt: Double,
+        _ sigma: Double,
+        _ height: Int
+    )
+        throws -> ImageBuffer
+    {
+        try BlurredUPCEANTests.photographed(
+            text,
+            module: module,
+            tilt: tilt,
+            sigma: sigma,
+            height: height
+        )
+    }
+
     /// Blurred EAN-13s at an angle whose left half zbar reads as a UPC-E (every parity
     /// pattern of a first digit other than 0 is one of UPC-E number system 1's, and a
     /// blurred centre guard passes for UPC-E's end guard): the bars beyond it say it is part
@@ -20,13 +39,7 @@ struct RetailReadingCheckTests {
     func upcEInsideEAN13(text: String, module: Double, tilt: Double, sigma: Double, height: Int)
         throws
     {
-        let image = try BlurredUPCEANTests.photographed(
-            text,
-            module: module,
-            tilt: tilt,
-            sigma: sigma,
-            height: height
-        )
+        let image = try Self.photo(text, module, tilt, sigma, height)
         let zbar = ZBarEngine.read(image, symbologies: [.ean13, .upcA, .upcE, .ean8])
         #expect(!zbar.contains { $0.symbology == .upcE }, "\(zbar.map(\.text))")
         let codes = BarcodeReader().scan(image)
@@ -45,13 +58,7 @@ struct RetailReadingCheckTests {
     func wrongDigitsReplaced(text: String, module: Double, tilt: Double, sigma: Double, height: Int)
         throws
     {
-        let image = try BlurredUPCEANTests.photographed(
-            text,
-            module: module,
-            tilt: tilt,
-            sigma: sigma,
-            height: height
-        )
+        let image = try Self.photo(text, module, tilt, sigma, height)
         let codes = BarcodeReader().scan(image)
         #expect(codes.map(\.text) == [text])
         #expect(codes.map(\.engine) == [.templates])
