@@ -192,11 +192,10 @@ enum SmallSymbolCheck {
 
     /// `code`, an EAN or UPC reading, read again by ``BlurredUPCEAN`` where it lies: the
     /// band of the image's rows through its box (of its columns first where the box is
-    /// taller than wide, the bars perhaps lying), or,
-    /// tilted, its rectangle turned upright and widened by its length each way. zbar's box
-    /// can span only the half of an EAN-13 it decoded last, or a single column, so the band
-    /// runs the image's width; a reading counts only when it spans `code`'s centre.
-    /// Nil when the fit reads nothing there.
+    /// taller than wide, the bars perhaps lying), or, tilted, its rectangle turned upright and
+    /// widened by its length each way. zbar's box can span only the half of an EAN-13 it
+    /// decoded last, or a single column, so the band runs the image's width; a reading counts
+    /// only when it spans `code`'s centre. Nil when the fit reads nothing there.
     static func fitted(_ code: Barcode, in grey: ImageBuffer, options: BarcodeScanOptions)
         -> Barcode?
     {

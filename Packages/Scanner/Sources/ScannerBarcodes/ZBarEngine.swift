@@ -41,15 +41,14 @@ enum ZBarEngine {
         }
     }
 
-    /// The image a derived image was made from, to look around a reading in: `grey`, whose
-    /// pixel (0, 0) is the original image's `origin` (a region of interest's corner).
+    /// The image a derived image was made from, to look around a reading in, in the
+    /// coordinates `transform` maps the derived image's points to.
     struct Surroundings {
         let grey: ImageBuffer
-        var origin = ImagePoint(x: 0, y: 0)
 
-        /// The level at the original image's (`x`, `y`), nil outside `grey`.
+        /// The level at (`x`, `y`), nil outside `grey`.
         func level(x: Double, y: Double) -> Int? {
-            let (column, row) = (Int(x.rounded()) - origin.x, Int(y.rounded()) - origin.y)
+            let (column, row) = (Int(x.rounded()), Int(y.rounded()))
             guard column >= 0, row >= 0, column < grey.width, row < grey.height else {
                 return nil
             }
