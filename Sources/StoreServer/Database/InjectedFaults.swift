@@ -28,9 +28,9 @@ final class InjectedFaults: Sendable {
     func stall(when rule: (@Sendable (String) -> Bool)?) {
         stallRule.withLock { $0 = rule }
         if rule == nil {
-            let waiting = stalled.withLock { waiting in
-                defer { waiting.removeAll() }
-                return Array(waiting.values)
+            let waiting = stalled.withLock { stalled in
+                defer { stalled.waiting.removeAll() }
+                return Array(stalled.waiting.values)
             }
             for promise in waiting { promise.succeed() }
         }
@@ -44,19 +44,19 @@ final class InjectedFaults: Sendable {
     /// one.
     static let stallTime: TimeAmount = .seconds(20)
 
-    private let stalled = Mutex<[Int: EventLoopPromise<Void>]>([:])
-    private let nextStall = Mutex(0)
+    /// The stalled statements' promises by number, and the next number.
+    private let stalled = Mutex<(waiting: [Int: EventLoopPromise<Void>], next: Int)>(([:], 0))
 
     /// A future that completes when the stall is lifted or after ``stallTime``.
     func stallEnds(on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
         let promise = eventLoop.makePromise(of: Void.self)
-        let id = nextStall.withLock { value in
-            value += 1
-            return value
+        let id = stalled.withLock { stalled in
+            stalled.next += 1
+            stalled.waiting[stalled.next] = promise
+            return stalled.next
         }
-        stalled.withLock { $0[id] = promise }
         eventLoop.scheduleTask(in: Self.stallTime) { [self] in
-            stalled.withLock { $0.removeValue(forKey: id) }?.succeed()
+            stalled.withLock { $0.waiting.removeValue(forKey: id) }?.succeed()
         }
         return promise.futureResult
     }

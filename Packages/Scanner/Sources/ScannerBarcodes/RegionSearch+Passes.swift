@@ -311,14 +311,12 @@ extension RegionSearch {
                 // Only for bars that need no turn (a turned crop's filled corners make edges
                 // of their own).
                 guard candidate.isLinear, abs(candidate.angle) <= 20, upright() == nil,
-                    let wide = grey.cropped(
-                        to: PixelRect(x: 0, y: area.y, width: grey.width, height: area.height)
-                    )
+                    let wide = Self.rowBand(grey, y: area.y, height: area.height)
                 else {
                     source = upright() ?? (work, toGrey)
                     break
                 }
-                source = (wide, PointTransform.translation(0, Double(area.y)))
+                source = wide
             case .uprightUpscaled:
                 // Modules of one or two pixels, which a symbol in a region of more than
                 // 100,000 pixels seldom has; scaling by 1.5 read as many as by 2 (the rotated

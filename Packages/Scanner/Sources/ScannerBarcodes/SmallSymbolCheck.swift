@@ -224,14 +224,10 @@ enum SmallSymbolCheck {
         }
         let pad = max(8, min(box.width, box.height) / 2)
         func alongRows() -> Barcode? {
-            let rows = PixelRect(
-                x: 0,
-                y: box.y - pad,
-                width: grey.width,
-                height: box.height + 2 * pad
-            )
-            guard let band = grey.cropped(to: rows) else { return nil }
-            return read(band, PointTransform.translation(0, Double(max(0, rows.y))))
+            guard
+                let band = RegionSearch.rowBand(grey, y: box.y - pad, height: box.height + 2 * pad)
+            else { return nil }
+            return read(band.0, band.1)
         }
         // The bars lying: the columns through the box, turned a quarter clockwise.
         func alongColumns() -> Barcode? {
