@@ -30,7 +30,9 @@ enum OCRFixtures {
         ]
         if rotate != 0 { args += ["-rotate", "\(rotate)"] }
         args += ["-bordercolor", "white", "-border", "12"]
-        if noise { args += ["-attenuate", "0.4", "+noise", "Gaussian"] }
+        // A fixed seed: the same label every run, so a result that depends on the noise
+        // drawn fails every time or never.
+        if noise { args += ["-seed", "29", "-attenuate", "0.4", "+noise", "Gaussian"] }
         args += ["-colorspace", "Gray", "png:-"]
         return try Fixtures.run("convert", args)
     }
@@ -317,10 +319,17 @@ struct OCRAutoLevelTests {
             "\(label): auto \(auto.text) accurate \(accurate.text)"
         )
         #expect(auto.passes <= accurate.passes + 2, "\(label)")
-        // Auto straightens before its first pass, as accurate does (at 50 dpi accurate's
-        // further passes may then keep the unstraightened reading, which scores higher).
+        // Auto straightens before its first pass, as accurate does: a first pass kept is the
+        // straightened one, and two straightened readings measured the same angle. Further
+        // passes may keep the unstraightened reading where it scores higher (at 50 dpi, and
+        // under noise: accurate's bar for a first pass is higher than auto's).
         if rotate != 0, dpi > 50 {
-            #expect(abs(auto.deskewDegrees - accurate.deskewDegrees) < 0.01)
+            if auto.passes == 1 {
+                #expect(abs(abs(auto.deskewDegrees) - abs(rotate)) <= 0.6, "\(label)")
+            }
+            if auto.deskewDegrees != 0, accurate.deskewDegrees != 0 {
+                #expect(abs(auto.deskewDegrees - accurate.deskewDegrees) < 0.01, "\(label)")
+            }
         }
     }
 
