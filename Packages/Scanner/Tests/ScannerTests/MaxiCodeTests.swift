@@ -57,7 +57,8 @@ struct MaxiCodeTests {
                 "-background", "white", "-rotate", "38", "-resize", "40%", "-blur", "0x0.8",
                 "(", "+clone", "-fill", "white", "-colorize", "100", "-sparse-color",
                 "Barycentric", "0,0 gray95 %[fx:w],%[fx:h] gray60", ")", "-compose", "multiply",
-                "-composite", "-seed", "29", "-attenuate", "0.3", "+noise", "Gaussian", "-quality", "70",
+                "-composite", "-seed", "29", "-attenuate", "0.3", "+noise", "Gaussian", "-quality",
+                "70",
             ],
             caption: false
         )
