@@ -449,8 +449,6 @@ struct RegionSearch {
         )
     }
 
-    /// A decoded symbol's box grown over its quiet zone, and for 1D symbols (whose points
-    /// may be a single scan line) over the height of its bars and printed digits.
     /// Rows `y..<y + height` of `grey` across its whole width (clipped to the image), with
     /// the transform back to `grey`; nil when none of them lies in it.
     static func rowBand(_ grey: ImageBuffer, y: Int, height: Int)
@@ -461,6 +459,8 @@ struct RegionSearch {
         return (band, PointTransform.translation(0, Double(max(0, y))))
     }
 
+    /// A decoded symbol's box grown over its quiet zone, and for 1D symbols (whose points
+    /// may be a single scan line) over the height of its bars and printed digits.
     static func widened(_ code: Barcode) -> PixelRect {
         let box = code.boundingBox
         let long = max(box.width, box.height)
