@@ -336,6 +336,9 @@ extension AdverseNetworkTests.Deadlines {
     }
 }
 
+/// One test at a time: `interruptedMidRequest` requires an interrupted command to exit within
+/// a second (`seconds < 1`), and each test starts its own store-server, a `DelayRelay` (Python)
+/// and several app processes, whose starts beside it could stretch that second.
 @Suite("No lock across a network wait, user input or a stop; clean interrupts", .serialized)
 struct StoppedAndInterruptedTests {
     @Test(

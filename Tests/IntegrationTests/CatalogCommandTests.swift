@@ -88,11 +88,11 @@ let unknownGTIN: String = {
     return body + String(GTIN.checkDigit(for: body.compactMap(\.wholeNumberValue)))
 }()
 
-// One test at a time: several sign in to the shared server, whose sign-in limiter counts
-// failures by user name and by address (every test's is 127.0.0.1). Run side by side
-// (tried 2026-11-29), their sign-ins met it beside other suites' wrong-password tests:
-// "too many failed sign-ins; try again in 1 second", then exit 77 from a station left
-// signed out.
+/// One test at a time: several sign in to the shared server, whose sign-in limiter counts
+/// failures by user name and by address (every test's is 127.0.0.1). Run side by side
+/// (tried 2026-11-29), their sign-ins met it beside other suites' wrong-password tests:
+/// "too many failed sign-ins; try again in 1 second", then exit 77 from a station left
+/// signed out.
 @Suite("catalog against a real store-server", .serialized)
 struct CatalogCommandTests {
     @Test("--help lists every command and the exit codes, and loads no barcode library")

@@ -38,6 +38,10 @@ final class HostileServer: Sendable {
 
 /// The client apps as real processes against hostile peers, blocked output, a full disk and
 /// damaged files (issue 30's client points).
+///
+/// One test at a time: `stopWhileOutputBlocked` requires a stopped command to exit within a
+/// second (`seconds < 1`) and `hostilePeers` a `--deadline 2` login to end within 3 s
+/// (`seconds < 3`); the other tests start a store-server each, which could stretch those times.
 @Suite("Client apps under faults", .serialized)
 struct ClientFaultTests {
     /// Whether one of the process's threads sleeps in `pipe_write` (blocked on a full pipe).

@@ -41,6 +41,11 @@ final class RecordingListener: Sendable {
 
 /// Issue 26's attacks on the client as real processes: a proxy, a port squatter run as
 /// another user, planted links, terminal injection from server data, data left at sign-out.
+///
+/// One test at a time: `squatterGetsNothing` binds the port of the server it has just stopped,
+/// with no second try; a server, listener or connection that a sibling test opens meanwhile
+/// could take it (`untrustedCertificate` retries its port because a fixed port collided with a
+/// busy run's ephemeral ports).
 @Suite("Client trust", .serialized)
 struct ClientTrustTests {
     @Test("A loopback server is never reached through a proxy, whatever the proxy variables say")

@@ -146,6 +146,10 @@ enum SharedServer {
     }
 }
 
+/// One test at a time: six tests sign in to `SharedServer` (five as demo), which takes at most
+/// two sign-ins of one user and four from one address at once (`signInHashing`) and counts
+/// failures per user name and address (every test's is 127.0.0.1; `sessionShared` adds one on
+/// purpose). `offline` and `deadNetwork` time commands to bounds of 3 s and less (`seconds < 3`).
 @Suite("reservations against a real store-server", .serialized)
 struct ReservationsCommandTests {
     @Test("--help documents every command and the exit codes")
@@ -704,6 +708,11 @@ final class BlackHole {
 }
 
 /// `reservations login` on a pseudo-terminal, as a person at a terminal runs it.
+///
+/// One test at a time: `passwordWithoutEcho` and `terminalOutput` sign in as demo to
+/// `SharedServer`, which takes at most two sign-ins of one user at once (`signInHashing`) and
+/// counts failures per user name and address (every test's is 127.0.0.1); the catalog and
+/// reservations suites sign in there too.
 @Suite("reservations login at a terminal", .serialized)
 struct TerminalLoginTests {
     @Test(

@@ -30,6 +30,11 @@ enum ScanFixtures {
 
 /// `scan` against the faults of issue 17: full disks, closed streams, stop signals at any
 /// moment, huge and endless inputs, unreadable and hostile paths, extreme option values.
+///
+/// One test at a time: every stop must end a scan within 5 s (`seconds < 5`), and
+/// `signalsFromTheStart` times one `scan --version` to choose how late its last signals come
+/// (`startup * 2`); `extremeOptions`' 152 scans and the scans of the 81-megapixel
+/// `ScanFixtures.slow()` image beside them would change the load those times assume.
 @Suite("scan when the world misbehaves", .serialized)
 struct ScanRobustnessTests {
     @Test(

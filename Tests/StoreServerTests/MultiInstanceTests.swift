@@ -263,6 +263,11 @@ struct LifecycleTests {
 }
 
 /// Auth's client against the real server: what it signs is checked, refreshed once.
+///
+/// One test at a time: `oneRefresh` and `oneRefreshAcrossProcesses` stop their server and
+/// start it again on the port it had (`port: port`, `port: short.url.port!`: the session
+/// belongs to that origin), with no second try; a server or connection that a sibling test
+/// opens in between could take that port.
 @Suite("Auth's client end to end against store-server", .serialized)
 struct EndToEndTests {
     @Test(

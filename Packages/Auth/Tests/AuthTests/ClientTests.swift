@@ -32,6 +32,10 @@ func elapsed(since start: ContinuousClock.Instant) -> Double {
     (ContinuousClock.now - start).timeInterval
 }
 
+/// One test at a time: several tests time deadlines, retries and cancellation to a fraction of
+/// a second (`elapsed(since: start) < 0.8`, `< 1.5`, `< 2.5`), while `singleFlightRefresh`
+/// sends 1,000 requests at once and `crossProcessRefresh` runs two `AuthPeer` processes: side
+/// by side, that load would be in the measured times.
 @Suite("Auth client and server pieces on real sockets", .serialized)
 struct ClientTests {
     @Test("signed GET and POST requests pass the verifier; the token file is 0600")

@@ -20,6 +20,10 @@ enum StressSize {
 }
 
 /// Real child processes (the stress tool) sharing one suite with each other and the test.
+///
+/// One test at a time: `concurrentIncrements` and `concurrentDistinctKeys` each start 16
+/// processes contending for a suite's lock, and `killDuringWrites` 150 in turn; the watching and
+/// lock tests give a child 10 s to answer (`nextLine(timeout: 10)`), which that load could use up.
 @Suite("Many processes, one suite", .serialized)
 struct ProcessTests {
     @Test("the stress tool is built next to the tests")
