@@ -40,9 +40,10 @@ OWN_PROCESS_TESTS := IntegrationTests ImageCacheTests AuthTests SuiteClientTests
 BESIDE_TESTS := ScannerTests
 # How every debug build of the workspace's tests is made (make test, test-run and check share
 # it, so they share one build): no debug information. The tests' source locations come from
-# Swift Testing's macros, not from DWARF, and a crash's backtrace still names its functions;
-# a clean build of the graph takes 269 s without it against 303 s with it (2 cores,
-# 2026-11-30). For a debugger, build with `make test TEST_BUILD_FLAGS=` (or plain `swift build`).
+# Swift Testing's macros, not from DWARF, and a crash's backtrace still names its functions.
+# In make test on a new clone, `swift build` took 246 s without it against 261 s with it, and
+# `--build-tests` 89 s against 100 s (2 cores, 2026-11-30); line tables only saved a third
+# as much. For a debugger, build with `make test TEST_BUILD_FLAGS=` (or plain `swift build`).
 TEST_BUILD_FLAGS ?= -debug-info-format none
 TEST_BUNDLE = $$($(SWIFT) build $(TEST_BUILD_FLAGS) --show-bin-path)/ShopfloorPackageTests.xctest
 # `make check`: the quick local loop, suites that need no PostgreSQL, no app or server
@@ -78,64 +79,83 @@ build: deps ## release build of the five apps only, Swift runtime linked statica
 	@bash scripts/check-start-libraries.sh "$(BIN_PATH)"
 	@echo "binaries in $(BIN_PATH)"
 
-# Beside the build, at a lower priority: the barcode fixture sets ScannerTests read
-# (scripts/fixtures: ImageMagick, about a minute of CPU on a new machine, cached per machine
-# after that); generated inside the test phase they held ScannerTests half a minute past the
-# shared process. A set that fails here is generated again, with its error, by ScannerTests.
-# The build is one `swift build --build-tests`: the apps, every package, the test helpers and
-# the tests in one graph, so SwiftPM keeps both cores busy to the end (303 s for a clean
-# graph, against 361 s for `swift build` and then `--build-tests` with the rig beside it,
-# 2026-11-30); the rig now runs in the test phase (test-run).
+# Beside the build, in the cores it leaves idle or at a lower priority than what it shares
+# them with:
+# - the barcode fixture sets ScannerTests read (scripts/fixtures: ImageMagick, about a minute
+#   of CPU on a new machine, cached per machine after that), generated at a lower priority
+#   from the start; generated inside the test phase they held ScannerTests half a minute past
+#   the shared process. A set that fails here is generated again, with its error, by
+#   ScannerTests.
+# - the deployment rig (Tests/Rig/run.sh: about a minute, mostly waiting on namespaces,
+#   HAProxy and PostgreSQL), once the apps are built, while the tests compile at a lower
+#   priority than the rig's processes (it passed so in 85 s, against 57 s for compiling the
+#   tests and about 60 s for the rig one after the other). The suites start after the rig
+#   ends, so no timed test meets it.
 FIXTURE_SETS := scripts/fixtures/degraded-barcodes.py scripts/fixtures/rotated-barcodes.py \
   scripts/fixtures/maxicode-photos.py scripts/fixtures/families-barcodes.py
 
-test: deps ## build everything once, one graph, then run every test suite and the rig (make test-run)
+# make deps, with the package graph resolved beside it: resolving clones some thirty
+# packages from SwiftPM's cache (24 s on a new clone), which waits on the disk while the
+# pinned ZXing build (52 s on a new machine) keeps the cores busy.
+test: ## build everything once, then run every test suite (make test-run)
+	@mkdir -p .build; \
+	echo "==> swift package resolve, beside make deps (log in .build/resolve.log)"; \
+	$(SWIFT) package resolve > .build/resolve.log 2>&1 & resolve=$$!; \
+	status=0; scripts/deps.sh || status=$$?; \
+	wait $$resolve || { cat .build/resolve.log >&2; echo "error: swift package resolve failed (.build/resolve.log)" >&2; exit 1; }; \
+	exit $$status
 	@echo "==> scripts/check-test-mirror.py: the root's copies of the packages' test targets"
 	@python3 scripts/check-test-mirror.py
-	@mkdir -p .build; set -m; \
+	@mkdir -p .build; set -m; rm -f .build/rig.status; \
 	echo "==> the barcode fixture sets, beside the build (once per machine; log in .build/fixtures.log)"; \
 	( for set in $(FIXTURE_SETS); do nice -n 10 python3 "$$set" || exit 1; done ) \
 	  > .build/fixtures.log 2>&1 & fixtures=$$!; \
-	echo "==> swift build --build-tests $(TEST_BUILD_FLAGS): the apps, every package, the test helpers and the tests, one graph"; \
-	$(SWIFT) build --build-tests $(TEST_BUILD_FLAGS) || { kill $$fixtures 2>/dev/null; wait $$fixtures; exit 1; }; \
-	wait $$fixtures || echo "warning: the barcode fixture sets were not generated (.build/fixtures.log); ScannerTests will try again" >&2
-	@$(MAKE) --no-print-directory test-run
+	echo "==> swift build $(TEST_BUILD_FLAGS): the apps, every package and the test helpers, one graph"; \
+	$(SWIFT) build $(TEST_BUILD_FLAGS) || { kill $$fixtures 2>/dev/null; wait $$fixtures; exit 1; }; \
+	echo "==> Tests/Rig/run.sh beside the build of the tests (its output after the suites)"; \
+	( status=0; bash Tests/Rig/run.sh "$$($(SWIFT) build $(TEST_BUILD_FLAGS) --show-bin-path)" || status=$$?; \
+	  echo "$$status" > .build/rig.status ) \
+	  > .build/rig.log 2>&1 & rig=$$!; \
+	echo "==> swift build --build-tests $(TEST_BUILD_FLAGS): every test target, at a lower priority than the rig"; \
+	nice -n 10 $(SWIFT) build --build-tests $(TEST_BUILD_FLAGS) || { wait $$rig $$fixtures; exit 1; }; \
+	wait $$fixtures || echo "warning: the barcode fixture sets were not generated (.build/fixtures.log); ScannerTests will try again" >&2; \
+	wait $$rig
+	@$(MAKE) --no-print-directory test-run RIG_STATUS=.build/rig.status
 
+# RIG_STATUS: a file holding the exit status of a rig run already made, its output beside it
+# in the same name ending .log (make test runs the rig beside its build); without it,
+# test-run runs the rig last.
 # Every test process runs the built bundle itself, as `swift test --skip-build` would (that
 # reloads the package graph first: 3 s a process), and like it in a process group of its own
 # (`set -m`): in the caller's group, which may be orphaned (a CI job whose starter has
 # exited), the kernel discards SIGTSTP, and the tests that stop a child would wait in vain.
-# The deployment rig (Tests/Rig/run.sh: about a minute, 24 CPU-seconds, mostly waiting on
-# namespaces, HAProxy and PostgreSQL) runs beside the shared process and BESIDE_TESTS, which
-# run at a lower priority than the rig's processes meanwhile (the rig's checks have bounds
-# of a few seconds: an instance back within 5 s of a PostgreSQL restart, watchdog pings).
-# OWN_PROCESS_TESTS start after the rig ends, so none of their timed tests meets it.
-test-run: ## the test phase of make test on what is built: the suites in one process (BESIDE_TESTS and the rig beside it), then OWN_PROCESS_TESTS each alone
+test-run: ## the test phase of make test on what is built: the suites in one process (BESIDE_TESTS beside it), then OWN_PROCESS_TESTS each alone
 	@set -m; failed=(); beside=(); bundle="$(TEST_BUNDLE)"; \
 	if [[ ! -x "$$bundle" ]]; then echo "error: $$bundle is not built: run make test (or swift build --build-tests $(TEST_BUILD_FLAGS))" >&2; exit 1; fi; \
-	echo "==> Tests/Rig/run.sh beside the shared process (its output after the suites; log in .build/rig.log)"; \
-	bash Tests/Rig/run.sh "$$(dirname "$$bundle")" > .build/rig.log 2>&1 & rig=$$!; \
 	for t in $(BESIDE_TESTS); do \
 	  echo "==> $$t, in a process of its own beside the shared one (its output when both end)"; \
-	  nice -n 5 "$$bundle" --testing-library swift-testing --filter "^$$t\." > ".build/$$t.log" 2>&1 & \
+	  "$$bundle" --testing-library swift-testing --filter "^$$t\." > ".build/$$t.log" 2>&1 & \
 	  beside+=("$$t:$$!"); \
 	done; \
 	echo "==> every test target but $(OWN_PROCESS_TESTS) $(BESIDE_TESTS), in one process"; \
-	nice -n 5 "$$bundle" --testing-library swift-testing \
+	"$$bundle" --testing-library swift-testing \
 	  --skip '^($(subst $(space),|,$(OWN_PROCESS_TESTS) $(BESIDE_TESTS)))[./]' || failed+=("the shared process"); \
 	for entry in "$${beside[@]}"; do \
 	  wait "$${entry#*:}" || failed+=("$${entry%%:*}"); \
 	  echo "==> $${entry%%:*}:"; cat ".build/$${entry%%:*}.log"; \
 	done; \
-	rigstatus=0; wait $$rig || rigstatus=$$?; \
 	for t in $(OWN_PROCESS_TESTS); do \
 	  echo "==> $$t, in a process of its own"; \
 	  "$$bundle" --testing-library swift-testing --filter "^$$t[./]" || failed+=("$$t"); \
 	done; \
 	echo "==> Tests/Rig/run.sh: make install's files, the unit, libcurl, and the namespace rig (https, HAProxy, PostgreSQL)"; \
-	echo "(it ran beside the shared process: .build/rig.log)"; \
-	cat .build/rig.log; \
-	(( rigstatus == 0 )) || failed+=("deployment (Tests/Rig)"); \
+	if [[ -n "$(RIG_STATUS)" ]]; then \
+	  echo "(it ran beside the build of the tests: $(basename $(RIG_STATUS)).log)"; \
+	  cat "$(basename $(RIG_STATUS)).log"; \
+	  [[ "$$(cat "$(RIG_STATUS)" 2>/dev/null)" == 0 ]] || failed+=("deployment (Tests/Rig)"); \
+	else \
+	  bash Tests/Rig/run.sh "$$($(SWIFT) build $(TEST_BUILD_FLAGS) --show-bin-path)" || failed+=("deployment (Tests/Rig)"); \
+	fi; \
 	if (( $${#failed[@]} )); then echo "error: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
 	echo "all test suites passed, the deployment tests too"
 
