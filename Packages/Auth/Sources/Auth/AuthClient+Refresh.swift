@@ -49,6 +49,7 @@ extension AuthClient {
         let end = ContinuousClock.now + configuration.refreshDeadline
         var generator = SystemRandomNumberGenerator()
         var failures = 0
+        var lastTransient: AuthError?
         while true {
             if let fresh = try freshCredentials(replacing: stale) { return fresh }
             if let lease = try await store.tryAcquireLease(duration: leaseDuration) {
@@ -63,6 +64,7 @@ extension AuthClient {
                 case .success(let active):
                     return active
                 case .failure(let error) where Self.isTransient(error):
+                    lastTransient = error
                     failures += 1
                     var wait = configuration.retry.backoff(retry: failures, using: &generator)
                     if let retryAfter = error.retryAfter { wait = max(wait, retryAfter) }
@@ -77,6 +79,11 @@ extension AuthClient {
                     )
                     try await pause(wait, what: "token refresh")
                     continue
+                case .failure(let error) where error.code == .deadlineExceeded:
+                    // The deadline cut short a retry: the failure it retried is the answer,
+                    // as when too little time is left to try again (above), so the outcome
+                    // does not depend on how late in the window the last attempt started.
+                    throw lastTransient ?? error
                 case .failure(let error):
                     throw error
                 }

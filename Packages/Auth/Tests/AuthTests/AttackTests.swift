@@ -401,6 +401,35 @@ extension ClientTests {
             }
         }
 
+        @Test("a retry that the refresh deadline cuts short reports the failure it retried")
+        func refreshRetryCutShort() async throws {
+            let server = try TestServer()
+            // The first refresh answers 503; the retry hangs past the client's deadline.
+            server.onRefresh { _, hit in
+                if hit == 1 {
+                    return Response(status: .serviceUnavailable, headers: [.retryAfter: "0"])
+                }
+                try await Task.sleep(for: .seconds(2))
+                return nil
+            }
+            let directory = try temporaryContainer()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            try await server.run { base in
+                try await signIn(makeClient(base, directory))
+                try setExpiry(directory, Date() - 10)
+                let client = makeClient(base, directory) { $0.refreshDeadline = .seconds(1) }
+                let error = await #expect(throws: AuthError.self) {
+                    try await get(client, "/v1/echo")
+                }
+                // Whether the deadline ends the wait before the retry or the retry itself,
+                // the answer is the same: the 503, and the session is kept.
+                #expect(error?.code == .invalidResponse)
+                #expect(error?.status == 503)
+                #expect(server.refreshCount == 2)
+                #expect(client.isSignedIn)
+            }
+        }
+
         @Test(
             "connection errors during a refresh are retried until the server is back, without a new sign-in"
         )
