@@ -81,11 +81,12 @@ build: deps ## release build of the five apps only, Swift runtime linked statica
 
 # Beside the build, in the cores it leaves idle or at a lower priority than what it shares
 # them with:
-# - the barcode fixture sets ScannerTests read (scripts/fixtures: ImageMagick, about a minute
-#   of CPU on a new machine, cached per machine after that), generated at a lower priority
-#   from the start; generated inside the test phase they held ScannerTests half a minute past
-#   the shared process. A set that fails here is generated again, with its error, by
-#   ScannerTests.
+# - the barcode fixture sets ScannerTests read (scripts/fixtures: ImageMagick and zint, about
+#   a minute of CPU on a new machine, cached per machine after that), generated at a lower
+#   priority from the moment Debian's packages are in, beside the ZXing build too: started
+#   with the build, they ended 14 s after it (2026-11-30), and generated inside the test
+#   phase they held ScannerTests half a minute past the shared process. A set that fails
+#   here is generated again, with its error, by ScannerTests.
 # - the deployment rig (Tests/Rig/run.sh: about a minute, 24 CPU-seconds, mostly waiting on
 #   namespaces, HAProxy and PostgreSQL), once the apps are built, while the tests compile at
 #   a lower priority than the rig's processes. Its two groups (install, rig) run side by
@@ -98,20 +99,20 @@ FIXTURE_SETS := scripts/fixtures/degraded-barcodes.py scripts/fixtures/rotated-b
 # packages from SwiftPM's cache (24 s on a new clone), which waits on the disk while the
 # pinned ZXing build (52 s on a new machine) keeps the cores busy.
 test: ## build everything once, then run every test suite (make test-run)
-	@mkdir -p .build; \
+	@mkdir -p .build; set -m; rm -f .build/rig.status; \
 	echo "==> swift package resolve, beside make deps (log in .build/resolve.log)"; \
 	$(SWIFT) package resolve > .build/resolve.log 2>&1 & resolve=$$!; \
-	status=0; scripts/deps.sh || status=$$?; \
-	wait $$resolve || { cat .build/resolve.log >&2; echo "error: swift package resolve failed (.build/resolve.log)" >&2; exit 1; }; \
-	exit $$status
-	@echo "==> scripts/check-test-mirror.py: the root's copies of the packages' test targets"
-	@python3 scripts/check-test-mirror.py
-	@mkdir -p .build; set -m; rm -f .build/rig.status; \
-	echo "==> the barcode fixture sets, beside the build (once per machine; log in .build/fixtures.log)"; \
+	scripts/deps.sh apt || { wait $$resolve; exit 1; }; \
+	echo "==> the barcode fixture sets, at a lower priority from here on (once per machine; log in .build/fixtures.log)"; \
 	( for set in $(FIXTURE_SETS); do nice -n 10 python3 "$$set" || exit 1; done ) \
 	  > .build/fixtures.log 2>&1 & fixtures=$$!; \
+	stop() { kill $$fixtures 2>/dev/null; wait $$fixtures $$resolve; exit 1; }; \
+	scripts/deps.sh sources || stop; \
+	wait $$resolve || { cat .build/resolve.log >&2; echo "error: swift package resolve failed (.build/resolve.log)" >&2; stop; }; \
+	echo "==> scripts/check-test-mirror.py: the root's copies of the packages' test targets"; \
+	python3 scripts/check-test-mirror.py || stop; \
 	echo "==> swift build $(TEST_BUILD_FLAGS): the apps, every package and the test helpers, one graph"; \
-	$(SWIFT) build $(TEST_BUILD_FLAGS) || { kill $$fixtures 2>/dev/null; wait $$fixtures; exit 1; }; \
+	$(SWIFT) build $(TEST_BUILD_FLAGS) || stop; \
 	echo "==> Tests/Rig/run.sh beside the build of the tests (its output after the suites)"; \
 	( status=0; bin="$$($(SWIFT) build $(TEST_BUILD_FLAGS) --show-bin-path)"; \
 	  bash Tests/Rig/run.sh "$$bin" install > .build/rig-install.log 2>&1 & install=$$!; \
@@ -120,7 +121,7 @@ test: ## build everything once, then run every test suite (make test-run)
 	  cat .build/rig-install.log .build/rig-rig.log; echo "$$status" > .build/rig.status ) \
 	  > .build/rig.log 2>&1 & rig=$$!; \
 	echo "==> swift build --build-tests $(TEST_BUILD_FLAGS): every test target, at a lower priority than the rig"; \
-	nice -n 10 $(SWIFT) build --build-tests $(TEST_BUILD_FLAGS) || { wait $$rig $$fixtures; exit 1; }; \
+	nice -n 10 $(SWIFT) build --build-tests $(TEST_BUILD_FLAGS) || { wait $$rig; stop; }; \
 	wait $$fixtures || echo "warning: the barcode fixture sets were not generated (.build/fixtures.log); ScannerTests will try again" >&2; \
 	wait $$rig
 	@$(MAKE) --no-print-directory test-run RIG_STATUS=.build/rig.status
