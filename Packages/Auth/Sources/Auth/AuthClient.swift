@@ -154,6 +154,7 @@ public final class AuthClient: Sendable {
         // that was not answered issued nothing.
         var generator = SystemRandomNumberGenerator()
         var attempt = 0
+        var lastRetried: AuthError?
         var tokens: TokenResponse
         while true {
             attempt += 1
@@ -166,6 +167,9 @@ public final class AuthClient: Sendable {
                 )
                 break
             } catch {
+                // A retry the deadline cuts short answers with the failure it retried, as
+                // when too little time is left to try again (below).
+                if error.code == .deadlineExceeded, let lastRetried { throw lastRetried }
                 let unavailable = [502, 503, 504].contains(error.status ?? 0)
                 guard unavailable || error.code == .transport,
                     attempt < configuration.retry.maxAttempts
@@ -175,6 +179,7 @@ public final class AuthClient: Sendable {
                     ?? configuration.retry.backoff(retry: attempt, using: &generator)
                 guard wait <= configuration.retry.maxDelay, ContinuousClock.now + wait < end
                 else { throw error }
+                lastRetried = error
                 logger.debug(
                     "retrying the sign-in",
                     metadata: ["status": "\(error.status ?? 0)", "attempt": "\(attempt)"]

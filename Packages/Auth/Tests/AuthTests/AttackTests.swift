@@ -409,7 +409,7 @@ extension ClientTests {
                 if hit == 1 {
                     return Response(status: .serviceUnavailable, headers: [.retryAfter: "0"])
                 }
-                try await Task.sleep(for: .seconds(2))
+                try await Task.sleep(for: .milliseconds(1_200))
                 return nil
             }
             let directory = try temporaryContainer()
@@ -427,6 +427,35 @@ extension ClientTests {
                 #expect(error?.status == 503)
                 #expect(server.refreshCount == 2)
                 #expect(client.isSignedIn)
+            }
+        }
+
+        @Test("a sign-in retry that the deadline cuts short reports the failure it retried")
+        func signInRetryCutShort() async throws {
+            let server = try TestServer()
+            // The first password grant answers 503; the retry hangs past the deadline.
+            server.onSignIn { hit in
+                if hit == 1 {
+                    return Response(status: .serviceUnavailable, headers: [.retryAfter: "0"])
+                }
+                try await Task.sleep(for: .milliseconds(1_200))
+                return nil
+            }
+            let directory = try temporaryContainer()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            try await server.run { base in
+                let client = makeClient(base, directory)
+                let error = await #expect(throws: AuthError.self) {
+                    try await client.signIn(
+                        username: TestServer.username,
+                        password: TestServer.password,
+                        deadline: .seconds(1)
+                    )
+                }
+                #expect(error?.code == .invalidResponse)
+                #expect(error?.status == 503)
+                #expect(server.signInCount == 2)
+                #expect(!client.isSignedIn)
             }
         }
 

@@ -16,10 +16,14 @@ final class TestServer: Sendable {
     /// Decides a refresh request before the issuer sees it: a response to answer instead,
     /// or `nil` to go on normally. Gets the refresh token and the hit number (1-based).
     typealias RefreshHook = @Sendable (_ token: String, _ hit: Int) async throws -> Response?
+    /// Answers the `hit`th password grant instead of the server when it returns a response.
+    typealias SignInHook = @Sendable (_ hit: Int) async throws -> Response?
 
     struct Knobs {
         var refreshDelay: Duration = .zero
         var refreshHook: RefreshHook?
+        var signInHook: SignInHook?
+        var signInCount = 0
         var refreshCount = 0
         var tokenRequests = 0
         var hits: [String: Int] = [:]
@@ -59,6 +63,12 @@ final class TestServer: Sendable {
 
     /// Sets the refresh hook.
     func onRefresh(_ hook: @escaping RefreshHook) { knobs.withLock { $0.refreshHook = hook } }
+
+    /// Sets the password grant's hook.
+    func onSignIn(_ hook: @escaping SignInHook) { knobs.withLock { $0.signInHook = hook } }
+
+    /// Password grants that reached the token endpoint.
+    var signInCount: Int { knobs.withLock { $0.signInCount } }
 
     var refreshCount: Int { knobs.withLock { $0.refreshCount } }
     /// Requests that reached the token endpoint.
@@ -100,6 +110,11 @@ final class TestServer: Sendable {
             }
             switch grant {
             case .password(let user, let password):
+                let (hook, hit) = knobs.withLock { knobs in
+                    knobs.signInCount += 1
+                    return (knobs.signInHook, knobs.signInCount)
+                }
+                if let hook, let answer = try await hook(hit) { return answer }
                 // An unknown user costs the same PBKDF2 work as a known one.
                 let stored = user == Self.username ? passwordHash : nil
                 guard try hasher.verifyOrDummy(password, against: stored) else {
