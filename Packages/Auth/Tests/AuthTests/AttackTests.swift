@@ -401,17 +401,21 @@ extension ClientTests {
             }
         }
 
+        /// A token endpoint's hook for the `hit`th request: the first answers 503 with
+        /// `Retry-After: 0`, every later one hangs 1.2 s (past the tests' 1 s deadline) before
+        /// the server answers.
+        @Sendable static func unavailableThenHanging(_ hit: Int) async throws -> Response? {
+            if hit == 1 {
+                return Response(status: .serviceUnavailable, headers: [.retryAfter: "0"])
+            }
+            try await Task.sleep(for: .milliseconds(1_200))
+            return nil
+        }
+
         @Test("a retry that the refresh deadline cuts short reports the failure it retried")
         func refreshRetryCutShort() async throws {
             let server = try TestServer()
-            // The first refresh answers 503; the retry hangs past the client's deadline.
-            server.onRefresh { _, hit in
-                if hit == 1 {
-                    return Response(status: .serviceUnavailable, headers: [.retryAfter: "0"])
-                }
-                try await Task.sleep(for: .milliseconds(1_200))
-                return nil
-            }
+            server.onRefresh { _, hit in try await Self.unavailableThenHanging(hit) }
             let directory = try temporaryContainer()
             defer { try? FileManager.default.removeItem(at: directory) }
             try await server.run { base in
@@ -433,14 +437,7 @@ extension ClientTests {
         @Test("a sign-in retry that the deadline cuts short reports the failure it retried")
         func signInRetryCutShort() async throws {
             let server = try TestServer()
-            // The first password grant answers 503; the retry hangs past the deadline.
-            server.onSignIn { hit in
-                if hit == 1 {
-                    return Response(status: .serviceUnavailable, headers: [.retryAfter: "0"])
-                }
-                try await Task.sleep(for: .milliseconds(1_200))
-                return nil
-            }
+            server.onSignIn { hit in try await Self.unavailableThenHanging(hit) }
             let directory = try temporaryContainer()
             defer { try? FileManager.default.removeItem(at: directory) }
             try await server.run { base in
