@@ -43,8 +43,13 @@ BESIDE_TESTS := ScannerTests
 # Swift Testing's macros, not from DWARF, and a crash's backtrace still names its functions.
 # In make test on a new clone, `swift build` took 246 s without it against 261 s with it, and
 # `--build-tests` 89 s against 100 s (2 cores, 2026-11-30); line tables only saved a third
-# as much. For a debugger, build with `make test TEST_BUILD_FLAGS=` (or plain `swift build`).
-TEST_BUILD_FLAGS ?= -debug-info-format none
+# as much. And one compiler job per module (`-driver-batch-count 1`, where SwiftPM asks for
+# one per core): every job of a module parses all its files, and with dozens of modules
+# compiling side by side the second job of each bought no parallelism, only work. A clean
+# `swift build` took 213 s (207, 219) against 223 s (213, 226, 231), 354 against 376
+# CPU-seconds of compiler (2 cores, 2026-11-30); `--build-tests` 63 s against 64. For a
+# debugger, build with `make test TEST_BUILD_FLAGS=` (or plain `swift build`).
+TEST_BUILD_FLAGS ?= -debug-info-format none -Xswiftc -driver-batch-count -Xswiftc 1
 TEST_BUNDLE = $$($(SWIFT) build $(TEST_BUILD_FLAGS) --show-bin-path)/ShopfloorPackageTests.xctest
 # `make check`: the quick local loop, suites that need no PostgreSQL, no app or server
 # process, no shaped link and no OCR.
