@@ -18,11 +18,12 @@ PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/P
 # process (the built bundle, ShopfloorPackageTests.xctest), where Swift Testing runs suites
 # in parallel: a suite whose tests must not overlap says `.serialized`, and every child
 # process starts through ChildProcesses (Packages/ChildProcesses), which waits without
-# holding a thread. A target is listed here, to run in a process of its own after that one,
+# holding a thread. A target is listed here, to run in a process of its own (when: below),
 # only with its reason:
 # - AuthTests and SuiteClientTests: their tests time deadlines, retries and cancellation to
-#   the tenth of a second (`elapsed < 0.8`); beside the integration tests' dozens of child
-#   processes such a time measures the CPU contention too.
+#   the tenth of a second (`elapsed < 0.8`); in one process with the integration tests,
+#   whose dozens of child processes its two pool threads served, such a time measured that
+#   contention too.
 # - IntegrationTests: the apps as real processes, whose deadlines they check (a command on a
 #   dead network ends within the connect timeout + 1 s); beside StoreServerTests' sign-in
 #   floods and the OCR those seconds stretch by half.
@@ -32,12 +33,28 @@ PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/P
 #   from one address at a server at its cap; beside the other suites' in-process servers
 #   their requests timed out (CI, 2026-11-27).
 OWN_PROCESS_TESTS := IntegrationTests ImageCacheTests AuthTests SuiteClientTests StoreServerTests.ConnectionLimitTests
-# Run in a process of their own at the same time as the shared one:
-# - ScannerTests: decoding and OCR are half a minute of synchronous CPU work on the
-#   concurrency pool's two threads (with Scanner's pixel loops optimised in debug builds
-#   too; see Packages/Scanner/Package.swift); in the shared process they would hold both,
-#   and every test waiting on a child or a socket (and timing it) would wait for a thread.
-BESIDE_TESTS := ScannerTests
+# When the processes run: the shared one with BESIDE_SHARED beside it, then IntegrationTests
+# (after, for its reason above) with BESIDE_INTEGRATION beside it, each suite in a process of
+# its own. A word is a lane:
+# the suites joined by + run one after another, the lanes side by side.
+# - ScannerTests, beside the shared process: decoding and OCR are half a minute of synchronous
+#   CPU work on the concurrency pool's two threads (with Scanner's pixel loops optimised in
+#   debug builds too; see Packages/Scanner/Package.swift); in the shared process they would
+#   hold both, and every test waiting on a child or a socket (and timing it) would wait for a
+#   thread.
+# - ImageCacheTests, AuthTests, SuiteClientTests and ConnectionLimitTests: one after another
+#   after the integration tests, they left both cores idle for most of their 29 s, waiting on
+#   deadlines, stalls and their own servers (2026-11-30). In processes of their own, what they
+#   time is not held up by another suite's threads, and their bounds (0.65-1.7 s, under
+#   0.8 s) leave half a second or more. The phase is CPU-bound on 2 cores (about 210
+#   CPU-seconds of suites), so each goes where the cores have room: ImageCacheTests after
+#   ScannerTests (it ends before the shared process), the others beside the integration
+#   tests. Test phase on a built tree: 142 s before, 116 s so; 119 s with all four beside
+#   the integration tests, 127 s in two lanes there, and all four started at once there
+#   SuiteClientTests' deadline checks measured 3.5 s for 3 (the one layout that failed).
+BESIDE_SHARED := ScannerTests+ImageCacheTests
+BESIDE_INTEGRATION := AuthTests+SuiteClientTests+StoreServerTests.ConnectionLimitTests
+SHARED_SKIPS = $(sort $(OWN_PROCESS_TESTS) $(subst +,$(space),$(BESIDE_SHARED)))
 # How every debug build of the workspace's tests is made (make test, test-run and check share
 # it, so they share one build): no debug information. The tests' source locations come from
 # Swift Testing's macros, not from DWARF, and a crash's backtrace still names its functions.
@@ -138,25 +155,32 @@ test: ## build everything once, then run every test suite (make test-run)
 # reloads the package graph first: 3 s a process), and like it in a process group of its own
 # (`set -m`): in the caller's group, which may be orphaned (a CI job whose starter has
 # exited), the kernel discards SIGTSTP, and the tests that stop a child would wait in vain.
-test-run: ## the test phase of make test on what is built: the suites in one process (BESIDE_TESTS beside it), then OWN_PROCESS_TESTS each alone
-	@set -m; failed=(); beside=(); bundle="$(TEST_BUNDLE)"; \
+test-run: ## the test phase of make test on what is built: the shared process with BESIDE_SHARED beside it, then IntegrationTests with BESIDE_INTEGRATION beside it
+	@set -m; failed=(); bundle="$(TEST_BUNDLE)"; \
 	if [[ ! -x "$$bundle" ]]; then echo "error: $$bundle is not built: run make test (or swift build --build-tests $(TEST_BUILD_FLAGS))" >&2; exit 1; fi; \
-	for t in $(BESIDE_TESTS); do \
-	  echo "==> $$t, in a process of its own beside the shared one (its output when both end)"; \
-	  "$$bundle" --testing-library swift-testing --filter "^$$t\." > ".build/$$t.log" 2>&1 & \
-	  beside+=("$$t:$$!"); \
-	done; \
-	echo "==> every test target but $(OWN_PROCESS_TESTS) $(BESIDE_TESTS), in one process"; \
+	rm -f .build/beside.failed; \
+	beside=(); beside_tests=(); \
+	start() { for lane in "$$@"; do \
+	    ( IFS=+; for t in $$lane; do \
+	        "$$bundle" --testing-library swift-testing --filter "^$$t[./]" > ".build/$$t.log" 2>&1 \
+	          || echo "$$t" >> .build/beside.failed; \
+	      done ) & beside+=($$!); beside_tests+=($${lane//+/ }); \
+	  done; }; \
+	finish() { for pid in "$${beside[@]}"; do wait $$pid || failed+=("a lane beside (exit $$?)"); done; \
+	  for t in "$${beside_tests[@]}"; do echo "==> $$t:"; cat ".build/$$t.log"; done; \
+	  if [[ -s .build/beside.failed ]]; then mapfile -t more < .build/beside.failed; failed+=("$${more[@]}"); fi; \
+	  rm -f .build/beside.failed; beside=(); beside_tests=(); }; \
+	echo "==> $(BESIDE_SHARED): beside the shared process, each in a process of its own (their output when it ends)"; \
+	start $(BESIDE_SHARED); \
+	echo "==> every test target but $(SHARED_SKIPS), in one process"; \
 	"$$bundle" --testing-library swift-testing \
-	  --skip '^($(subst $(space),|,$(OWN_PROCESS_TESTS) $(BESIDE_TESTS)))[./]' || failed+=("the shared process"); \
-	for entry in "$${beside[@]}"; do \
-	  wait "$${entry#*:}" || failed+=("$${entry%%:*}"); \
-	  echo "==> $${entry%%:*}:"; cat ".build/$${entry%%:*}.log"; \
-	done; \
-	for t in $(OWN_PROCESS_TESTS); do \
-	  echo "==> $$t, in a process of its own"; \
-	  "$$bundle" --testing-library swift-testing --filter "^$$t[./]" || failed+=("$$t"); \
-	done; \
+	  --skip '^($(subst $(space),|,$(SHARED_SKIPS)))[./]' || failed+=("the shared process"); \
+	finish; \
+	echo "==> $(BESIDE_INTEGRATION): beside IntegrationTests, each in a process of its own (their output when it ends)"; \
+	start $(BESIDE_INTEGRATION); \
+	echo "==> IntegrationTests, in a process of its own"; \
+	"$$bundle" --testing-library swift-testing --filter "^IntegrationTests[./]" || failed+=("IntegrationTests"); \
+	finish; \
 	echo "==> Tests/Rig/run.sh: make install's files, the unit, libcurl, and the namespace rig (https, HAProxy, PostgreSQL)"; \
 	if [[ -n "$(RIG_STATUS)" ]]; then \
 	  echo "(it ran beside the build of the tests: $(basename $(RIG_STATUS)).log)"; \

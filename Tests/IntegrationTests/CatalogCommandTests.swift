@@ -120,6 +120,220 @@ struct CatalogCommandTests {
         #expect(ldd.stdout.contains("libpng16"))
     }
 
+    @Test("On a terminal: a table, and the image drawn in 24-bit colour within the width")
+    func terminalDrawing() async throws {
+        let server = try await SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        try await station.login(server)
+        let product = try await demoProducts(station, query: "o")[0]
+        let catalog = CommandRunner.builtBinary("catalog")
+        var environment = station.environment
+        environment["NO_COLOR"] = nil
+        environment["TERM"] = "xterm-256color"
+
+        let table = try await TerminalRunner.run(
+            catalog,
+            ["search", "o", "--limit", "5"],
+            environment: environment,
+            columns: 200
+        )
+        #expect(table.status == 0, "\(table.stderr)")
+        let lines = table.stdout.split(separator: "\n")
+        #expect(lines.count == 6, "\(table.stdout)")
+        #expect(lines.first?.contains("GTIN") == true)
+        #expect(table.stdout.contains(product.title))
+
+        let shown = try await TerminalRunner.run(
+            catalog,
+            ["show", product.gtin.gtin14],
+            environment: environment,
+            columns: 30
+        )
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.stdout.contains(product.title))
+        #expect(shown.stdout.contains("\u{1B}[38;2;"))
+        #expect(shown.stdout.contains("▀"))
+        let drawing = shown.stdout.split(separator: "\n").filter { $0.contains("▀") }
+        // 96×96 pixels in 30 columns: 30 cells wide, 15 cells (30 pixel rows) high.
+        #expect(drawing.count == 15)
+        for line in drawing {
+            #expect(visibleWidth(String(line)) == 30, "line of \(visibleWidth(String(line))) cells")
+            #expect(line.hasSuffix("\u{1B}[0m"))
+        }
+
+        environment["NO_COLOR"] = "1"
+        let plain = try await TerminalRunner.run(
+            catalog,
+            ["show", product.gtin.gtin14, "--image-width", "20"],
+            environment: environment,
+            columns: 100
+        )
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(!plain.stdout.contains("\u{1B}["))
+        let shades = plain.stdout.split(separator: "\n").filter {
+            $0.contains { "░▒▓█".contains($0) }
+        }
+        #expect(shades.count == 10)
+        #expect(shades.allSatisfy { $0.count <= 20 })
+
+        // Not a terminal: JSON, and no drawing.
+        let piped = try await station.catalog(["show", product.gtin.gtin14])
+        #expect(try decode(Product.self, piped) == product)
+        #expect(!piped.stdout.contains("▀"))
+    }
+
+    @Test("cache stats counts what is kept and cache clear empties it for every tool")
+    func cacheClear() async throws {
+        let server = try await SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        try await station.login(server)
+        let empty = try await station.catalog(["cache", "stats", "--json"])
+        #expect(empty.status == 0, "\(empty.stderr)")
+        #expect(
+            try JSONDecoder().decode(CacheReport.self, from: Data(empty.stdout.utf8)).entries == 0
+        )
+        let products = try await demoProducts(station, query: "u", limit: 3)
+        var bytes = 0
+        for product in products {
+            let file = station.home.appendingPathComponent("\(product.gtin.gtin14).png")
+            #expect(
+                try await station.catalog(["show", product.gtin.gtin14, "--image-save", file.path])
+                    .status
+                    == 0
+            )
+            bytes += try Data(contentsOf: file).count
+        }
+        let full = try JSONDecoder().decode(
+            CacheReport.self,
+            from: Data(try await station.catalog(["cache", "stats", "--json"]).stdout.utf8)
+        )
+        #expect(full.entries == products.count)
+        #expect(full.bytes >= bytes)
+        #expect(full.sizeLimit == 256 << 20)
+        #expect(full.directory == station.home.appendingPathComponent("shopfloor/images").path)
+
+        let clear = try await station.catalog(["cache", "clear"])
+        #expect(clear.status == 0, "\(clear.stderr)")
+        #expect(clear.stderr.contains("removed \(products.count) images"))
+        let after = try JSONDecoder().decode(
+            CacheReport.self,
+            from: Data(try await station.catalog(["cache", "stats", "--json"]).stdout.utf8)
+        )
+        #expect(after.entries == 0 && after.bytes == 0)
+        let entryFiles = try FileManager.default.subpathsOfDirectory(atPath: full.directory)
+            .filter { $0.count > 3 && $0.dropFirst(2).hasPrefix("/") }
+        #expect(entryFiles.isEmpty, "left: \(entryFiles.prefix(5))")
+    }
+
+    @Test("lookup --from-image reads an EAN-13, a GS1 DataMatrix and a GS1 Digital Link QR")
+    func lookupFromImage() async throws {
+        let server = try await SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        try await station.login(server)
+        let products = try await demoProducts(station, query: "a", limit: 10)
+        let ean = products[2]
+        let gtin13 = try #require(ean.gtin.gtin13)
+        let images: [(String, [String], Product)] = [
+            ("zint", ["-b", "13", "--scale", "3", "-d", String(gtin13.prefix(12))], ean),
+            (
+                "zint",
+                [
+                    "-b", "71", "--gs1", "--scale", "6", "-d",
+                    "[01]\(products[3].gtin.gtin14)[10]LOT7[17]291231",
+                ],
+                products[3]
+            ),
+            ("dmtxwrite", ["-d", "6", "-G", "29"], products[4]),
+            (
+                "qrencode", ["-s", "6", "https://id.gs1.org/01/\(products[5].gtin.gtin14)"],
+                products[5]
+            ),
+        ]
+        for (index, (tool, arguments, product)) in images.enumerated() {
+            let file = station.home.appendingPathComponent("code-\(index).png")
+            let made: ProcessOutcome
+            switch tool {
+            case "zint":
+                made = try await CommandRunner.run(
+                    URL(fileURLWithPath: "/usr/bin/zint"),
+                    arguments + ["-o", file.path]
+                )
+            case "dmtxwrite":
+                // GS1 mode: FNC1 (written as GS, 29) first, then (01) and (10).
+                made = try await CommandRunner.run(
+                    URL(fileURLWithPath: "/usr/bin/dmtxwrite"),
+                    arguments + ["-o", file.path],
+                    stdin: Data("\u{1D}01\(product.gtin.gtin14)10LOT5".utf8)
+                )
+            default:
+                made = try await CommandRunner.run(
+                    URL(fileURLWithPath: "/usr/bin/qrencode"),
+                    ["-o", file.path] + arguments
+                )
+            }
+            try #require(made.status == 0, "\(tool): \(made.stderr)")
+            let run = try await station.catalog(["lookup", "--from-image", file.path, "--json"])
+            #expect(run.status == 0, "\(tool) \(arguments): \(run.stderr)")
+            #expect(try decode(Product.self, run) == product, "\(tool) \(arguments)")
+            #expect(run.stderr.contains("GTIN \(product.gtin)"))
+        }
+
+        let text = station.home.appendingPathComponent("text.png")
+        _ = try await CommandRunner.run(
+            URL(fileURLWithPath: "/usr/bin/qrencode"),
+            ["-o", text.path, "hello shop"]
+        )
+        let noCode = try await station.catalog(["lookup", "--from-image", text.path])
+        #expect(noCode.status == 1)
+        #expect(noCode.stderr.contains("no product code (GTIN) in the image"))
+        #expect(noCode.stderr.contains("hello shop"))
+        let missing = try await station.catalog(["lookup", "--from-image", "/nonexistent.png"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("/nonexistent.png: no such readable file"))
+        let notImage = station.home.appendingPathComponent("not-an-image.png")
+        try Data("not a picture".utf8).write(to: notImage)
+        let garbage = try await station.catalog(["lookup", "--from-image", notImage.path])
+        #expect(garbage.status == 1, "\(garbage.stderr)")
+        #expect(garbage.stderr.contains("not-an-image.png"))
+    }
+
+    @Test(
+        "Bad input is a usage error naming it; an unknown product is exit 3",
+        arguments: [
+            (["show", "123"], Int32(64), "'123' is not a GTIN"),
+            (["show", "4006381333932"], 64, "check digit"),
+            (["show", "(01)12345"], 64, "(01)"),
+            (["show", "hello"], 64, "'hello' is neither a GTIN"),
+            (["show", unknownGTIN], 3, "no product with GTIN \(unknownGTIN)"),
+            (["show", "00000000000000"], 3, "no product with GTIN"),
+            (["search", String(repeating: "x", count: 201)], 64, "longer than 200 characters"),
+            (["search", "a", "--limit", "0"], 64, "--limit must be 1…200"),
+            (["prefetch", "--jobs", "0"], 64, "--jobs must be 1…16"),
+            (["show", "4006381333931", "--image-width", "-1"], 64, "--image-width"),
+            (["lookup"], 64, "--from-image"),
+        ] as [([String], Int32, String)]
+    )
+    func badInput(arguments: [String], status: Int32, message: String) async throws {
+        let server = try await SharedServer.get()
+        let station = try Workstation()
+        defer { station.remove() }
+        try await station.login(server)
+        let run = try await station.catalog(arguments)
+        #expect(run.status == status, "\(arguments): \(run.stderr)")
+        #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
+        #expect(run.stdout.isEmpty)
+    }
+}
+
+/// catalog against a store-server of each test's own: no sign-in limit or data is shared, so
+/// the tests run side by side. Together in the serialized suite above they made it the
+/// longest of the integration tests (52 s, 2026-11-30), most of it waiting: a slow relay, a
+/// dead network, each up to its connect timeout.
+@Suite("catalog against a store-server of its own")
+struct CatalogOwnServerTests {
     @Test("search, show in every GTIN form, and --image-save byte-identical to the server's")
     func searchShowSave() async throws {
         let directory = try CommandRunner.temporaryDirectory(prefix: "catalog-save")
@@ -195,69 +409,6 @@ struct CatalogCommandTests {
                 "cannot save the image of product \(gtin13) to /nonexistent-dir/x.png"
             )
         )
-    }
-
-    @Test("On a terminal: a table, and the image drawn in 24-bit colour within the width")
-    func terminalDrawing() async throws {
-        let server = try await SharedServer.get()
-        let station = try Workstation()
-        defer { station.remove() }
-        try await station.login(server)
-        let product = try await demoProducts(station, query: "o")[0]
-        let catalog = CommandRunner.builtBinary("catalog")
-        var environment = station.environment
-        environment["NO_COLOR"] = nil
-        environment["TERM"] = "xterm-256color"
-
-        let table = try await TerminalRunner.run(
-            catalog,
-            ["search", "o", "--limit", "5"],
-            environment: environment,
-            columns: 200
-        )
-        #expect(table.status == 0, "\(table.stderr)")
-        let lines = table.stdout.split(separator: "\n")
-        #expect(lines.count == 6, "\(table.stdout)")
-        #expect(lines.first?.contains("GTIN") == true)
-        #expect(table.stdout.contains(product.title))
-
-        let shown = try await TerminalRunner.run(
-            catalog,
-            ["show", product.gtin.gtin14],
-            environment: environment,
-            columns: 30
-        )
-        #expect(shown.status == 0, "\(shown.stderr)")
-        #expect(shown.stdout.contains(product.title))
-        #expect(shown.stdout.contains("\u{1B}[38;2;"))
-        #expect(shown.stdout.contains("▀"))
-        let drawing = shown.stdout.split(separator: "\n").filter { $0.contains("▀") }
-        // 96×96 pixels in 30 columns: 30 cells wide, 15 cells (30 pixel rows) high.
-        #expect(drawing.count == 15)
-        for line in drawing {
-            #expect(visibleWidth(String(line)) == 30, "line of \(visibleWidth(String(line))) cells")
-            #expect(line.hasSuffix("\u{1B}[0m"))
-        }
-
-        environment["NO_COLOR"] = "1"
-        let plain = try await TerminalRunner.run(
-            catalog,
-            ["show", product.gtin.gtin14, "--image-width", "20"],
-            environment: environment,
-            columns: 100
-        )
-        #expect(plain.status == 0, "\(plain.stderr)")
-        #expect(!plain.stdout.contains("\u{1B}["))
-        let shades = plain.stdout.split(separator: "\n").filter {
-            $0.contains { "░▒▓█".contains($0) }
-        }
-        #expect(shades.count == 10)
-        #expect(shades.allSatisfy { $0.count <= 20 })
-
-        // Not a terminal: JSON, and no drawing.
-        let piped = try await station.catalog(["show", product.gtin.gtin14])
-        #expect(try decode(Product.self, piped) == product)
-        #expect(!piped.stdout.contains("▀"))
     }
 
     @Test("100 concurrent requests for one image make one request to the real server")
@@ -494,150 +645,6 @@ struct CatalogCommandTests {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(relay.openConnections == 0)
-    }
-
-    @Test("cache stats counts what is kept and cache clear empties it for every tool")
-    func cacheClear() async throws {
-        let server = try await SharedServer.get()
-        let station = try Workstation()
-        defer { station.remove() }
-        try await station.login(server)
-        let empty = try await station.catalog(["cache", "stats", "--json"])
-        #expect(empty.status == 0, "\(empty.stderr)")
-        #expect(
-            try JSONDecoder().decode(CacheReport.self, from: Data(empty.stdout.utf8)).entries == 0
-        )
-        let products = try await demoProducts(station, query: "u", limit: 3)
-        var bytes = 0
-        for product in products {
-            let file = station.home.appendingPathComponent("\(product.gtin.gtin14).png")
-            #expect(
-                try await station.catalog(["show", product.gtin.gtin14, "--image-save", file.path])
-                    .status
-                    == 0
-            )
-            bytes += try Data(contentsOf: file).count
-        }
-        let full = try JSONDecoder().decode(
-            CacheReport.self,
-            from: Data(try await station.catalog(["cache", "stats", "--json"]).stdout.utf8)
-        )
-        #expect(full.entries == products.count)
-        #expect(full.bytes >= bytes)
-        #expect(full.sizeLimit == 256 << 20)
-        #expect(full.directory == station.home.appendingPathComponent("shopfloor/images").path)
-
-        let clear = try await station.catalog(["cache", "clear"])
-        #expect(clear.status == 0, "\(clear.stderr)")
-        #expect(clear.stderr.contains("removed \(products.count) images"))
-        let after = try JSONDecoder().decode(
-            CacheReport.self,
-            from: Data(try await station.catalog(["cache", "stats", "--json"]).stdout.utf8)
-        )
-        #expect(after.entries == 0 && after.bytes == 0)
-        let entryFiles = try FileManager.default.subpathsOfDirectory(atPath: full.directory)
-            .filter { $0.count > 3 && $0.dropFirst(2).hasPrefix("/") }
-        #expect(entryFiles.isEmpty, "left: \(entryFiles.prefix(5))")
-    }
-
-    @Test("lookup --from-image reads an EAN-13, a GS1 DataMatrix and a GS1 Digital Link QR")
-    func lookupFromImage() async throws {
-        let server = try await SharedServer.get()
-        let station = try Workstation()
-        defer { station.remove() }
-        try await station.login(server)
-        let products = try await demoProducts(station, query: "a", limit: 10)
-        let ean = products[2]
-        let gtin13 = try #require(ean.gtin.gtin13)
-        let images: [(String, [String], Product)] = [
-            ("zint", ["-b", "13", "--scale", "3", "-d", String(gtin13.prefix(12))], ean),
-            (
-                "zint",
-                [
-                    "-b", "71", "--gs1", "--scale", "6", "-d",
-                    "[01]\(products[3].gtin.gtin14)[10]LOT7[17]291231",
-                ],
-                products[3]
-            ),
-            ("dmtxwrite", ["-d", "6", "-G", "29"], products[4]),
-            (
-                "qrencode", ["-s", "6", "https://id.gs1.org/01/\(products[5].gtin.gtin14)"],
-                products[5]
-            ),
-        ]
-        for (index, (tool, arguments, product)) in images.enumerated() {
-            let file = station.home.appendingPathComponent("code-\(index).png")
-            let made: ProcessOutcome
-            switch tool {
-            case "zint":
-                made = try await CommandRunner.run(
-                    URL(fileURLWithPath: "/usr/bin/zint"),
-                    arguments + ["-o", file.path]
-                )
-            case "dmtxwrite":
-                // GS1 mode: FNC1 (written as GS, 29) first, then (01) and (10).
-                made = try await CommandRunner.run(
-                    URL(fileURLWithPath: "/usr/bin/dmtxwrite"),
-                    arguments + ["-o", file.path],
-                    stdin: Data("\u{1D}01\(product.gtin.gtin14)10LOT5".utf8)
-                )
-            default:
-                made = try await CommandRunner.run(
-                    URL(fileURLWithPath: "/usr/bin/qrencode"),
-                    ["-o", file.path] + arguments
-                )
-            }
-            try #require(made.status == 0, "\(tool): \(made.stderr)")
-            let run = try await station.catalog(["lookup", "--from-image", file.path, "--json"])
-            #expect(run.status == 0, "\(tool) \(arguments): \(run.stderr)")
-            #expect(try decode(Product.self, run) == product, "\(tool) \(arguments)")
-            #expect(run.stderr.contains("GTIN \(product.gtin)"))
-        }
-
-        let text = station.home.appendingPathComponent("text.png")
-        _ = try await CommandRunner.run(
-            URL(fileURLWithPath: "/usr/bin/qrencode"),
-            ["-o", text.path, "hello shop"]
-        )
-        let noCode = try await station.catalog(["lookup", "--from-image", text.path])
-        #expect(noCode.status == 1)
-        #expect(noCode.stderr.contains("no product code (GTIN) in the image"))
-        #expect(noCode.stderr.contains("hello shop"))
-        let missing = try await station.catalog(["lookup", "--from-image", "/nonexistent.png"])
-        #expect(missing.status == 1)
-        #expect(missing.stderr.contains("/nonexistent.png: no such readable file"))
-        let notImage = station.home.appendingPathComponent("not-an-image.png")
-        try Data("not a picture".utf8).write(to: notImage)
-        let garbage = try await station.catalog(["lookup", "--from-image", notImage.path])
-        #expect(garbage.status == 1, "\(garbage.stderr)")
-        #expect(garbage.stderr.contains("not-an-image.png"))
-    }
-
-    @Test(
-        "Bad input is a usage error naming it; an unknown product is exit 3",
-        arguments: [
-            (["show", "123"], Int32(64), "'123' is not a GTIN"),
-            (["show", "4006381333932"], 64, "check digit"),
-            (["show", "(01)12345"], 64, "(01)"),
-            (["show", "hello"], 64, "'hello' is neither a GTIN"),
-            (["show", unknownGTIN], 3, "no product with GTIN \(unknownGTIN)"),
-            (["show", "00000000000000"], 3, "no product with GTIN"),
-            (["search", String(repeating: "x", count: 201)], 64, "longer than 200 characters"),
-            (["search", "a", "--limit", "0"], 64, "--limit must be 1…200"),
-            (["prefetch", "--jobs", "0"], 64, "--jobs must be 1…16"),
-            (["show", "4006381333931", "--image-width", "-1"], 64, "--image-width"),
-            (["lookup"], 64, "--from-image"),
-        ] as [([String], Int32, String)]
-    )
-    func badInput(arguments: [String], status: Int32, message: String) async throws {
-        let server = try await SharedServer.get()
-        let station = try Workstation()
-        defer { station.remove() }
-        try await station.login(server)
-        let run = try await station.catalog(arguments)
-        #expect(run.status == status, "\(arguments): \(run.stderr)")
-        #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
-        #expect(run.stdout.isEmpty)
     }
 
     @Test("Signed out is exit 77; a forced update is exit 5, online and offline")
