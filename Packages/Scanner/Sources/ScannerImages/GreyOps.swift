@@ -198,9 +198,9 @@ package enum GreyOps {
                     let mid = y * w
                     let down = (y < h - 1 ? y + 1 : y) * w
                     for x in 0..<w {
-                        o[mid + x] = UInt8(
-                            (UInt32(r[up + x]) + UInt32(r[mid + x]) + UInt32(r[down + x])) / 9
-                        )
+                        let column: UInt32 =
+                            UInt32(r[up + x]) + UInt32(r[mid + x]) + UInt32(r[down + x])
+                        o[mid + x] = UInt8(column / 9)
                     }
                 }
             }
