@@ -168,26 +168,37 @@ enum ListenerTable {
     /// The listeners from `/proc/net/tcp` (and `tcp6`), looking closely only at the lines that
     /// name the port.
     static func fromProc(port: UInt16, includeIPv4: Bool) -> [Listener] {
-        let needle = Array(":\(LoopbackListener.kernelHex(UInt32(port), digits: 4)) ".utf8)
         var found: [Listener] = []
         for (file, isIPv6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
             guard isIPv6 || includeIPv4, let bytes = readAll(file) else { continue }
-            var start = 0
-            while start < bytes.count {
-                let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
-                defer { start = end + 1 }
-                let line = bytes[start..<end]
-                // Only a line whose local address has this port (the first ":PORT ").
-                guard let at = firstRange(of: needle, in: line) else { continue }
-                let fields = line.split(separator: UInt8(ascii: " "))
-                // sl local rem st tx:rx tr:when retrnsmt uid ...
-                guard fields.count > 7, fields[3].elementsEqual("0A".utf8),
-                    fields[1].endIndex == at + needle.count - 1,
-                    let uid = uid_t(String(decoding: fields[7], as: UTF8.self))
-                else { continue }
-                let address = String(decoding: fields[1].prefix(fields[1].count - 5), as: UTF8.self)
-                found.append(Listener(address: address, uid: uid, isIPv6: isIPv6))
-            }
+            found += procListeners(in: bytes, port: port, isIPv6: isIPv6)
+        }
+        return found
+    }
+
+    /// The listeners on `port` in one reading of a `/proc/net/tcp` or `tcp6` table, each
+    /// once: the kernel hands the table out a page of lines per read, and when sockets come
+    /// and go between two reads a line can come twice (seen beside tests that open and close
+    /// hundreds of sockets).
+    static func procListeners(in bytes: [UInt8], port: UInt16, isIPv6: Bool) -> [Listener] {
+        let needle = Array(":\(LoopbackListener.kernelHex(UInt32(port), digits: 4)) ".utf8)
+        var found: [Listener] = []
+        var start = 0
+        while start < bytes.count {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+            defer { start = end + 1 }
+            let line = bytes[start..<end]
+            // Only a line whose local address has this port (the first ":PORT ").
+            guard let at = firstRange(of: needle, in: line) else { continue }
+            let fields = line.split(separator: UInt8(ascii: " "))
+            // sl local rem st tx:rx tr:when retrnsmt uid ...
+            guard fields.count > 7, fields[3].elementsEqual("0A".utf8),
+                fields[1].endIndex == at + needle.count - 1,
+                let uid = uid_t(String(decoding: fields[7], as: UTF8.self))
+            else { continue }
+            let address = String(decoding: fields[1].prefix(fields[1].count - 5), as: UTF8.self)
+            let listener = Listener(address: address, uid: uid, isIPv6: isIPv6)
+            if !found.contains(listener) { found.append(listener) }
         }
         return found
     }

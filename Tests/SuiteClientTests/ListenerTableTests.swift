@@ -37,6 +37,25 @@ struct ListenerTableTests {
         }
     }
 
+    @Test("A /proc line read twice (the table changed between two pages) is one listener")
+    func procLineReadTwice() {
+        // Port 8080 (1F90): a listener of uid 1000, its line again as a second page starts
+        // with it, a connection on the port (01, not a listener), and a listener on 8081.
+        let table = """
+              sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+               0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4711 1 0000000000000000 100 0 0 10 0
+               0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4711 1 0000000000000000 100 0 0 10 0
+               1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000  1000        0 4712 1 0000000000000000 20 4 30 10 -1
+               2: 00000000:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4713 1 0000000000000000 100 0 0 10 0
+            """
+        let listed = ListenerTable.procListeners(in: Array(table.utf8), port: 8080, isIPv6: false)
+        #expect(listed == [ListenerTable.Listener(address: "0100007F", uid: 1000, isIPv6: false)])
+        #expect(
+            ListenerTable.procListeners(in: Array(table.utf8), port: 8081, isIPv6: false)
+                == [ListenerTable.Listener(address: "00000000", uid: 0, isIPv6: false)]
+        )
+    }
+
     @Test("A port nobody listens on lists nothing, by netlink and by /proc")
     func closedPortListsNothing() throws {
         let (fd, port) = try PeerListener.listeningSocket()
