@@ -32,16 +32,17 @@ PACKAGES := $(sort $(notdir $(patsubst %/Package.swift,%,$(wildcard Packages/*/P
 # - StoreServerTests.ConnectionLimitTests (one suite): it opens hundreds of connections
 #   from one address at a server at its cap; beside the other suites' in-process servers
 #   their requests timed out (CI, 2026-11-27).
-OWN_PROCESS_TESTS := IntegrationTests ImageCacheTests AuthTests SuiteClientTests StoreServerTests.ConnectionLimitTests
+# - ScannerTests: decoding and OCR are half a minute of synchronous CPU work on the
+#   concurrency pool's two threads (with Scanner's pixel loops optimised in debug builds
+#   too; see Packages/Scanner/Package.swift); in the shared process they would hold both,
+#   and every test waiting on a child or a socket (and timing it) would wait for a thread.
+OWN_PROCESS_TESTS := IntegrationTests ImageCacheTests AuthTests SuiteClientTests StoreServerTests.ConnectionLimitTests ScannerTests
 # When the processes run: the shared one with BESIDE_SHARED beside it, then IntegrationTests
 # (after, for its reason above) with BESIDE_INTEGRATION beside it, each suite in a process of
-# its own. A word is a lane:
-# the suites joined by + run one after another, the lanes side by side.
-# - ScannerTests, beside the shared process: decoding and OCR are half a minute of synchronous
-#   CPU work on the concurrency pool's two threads (with Scanner's pixel loops optimised in
-#   debug builds too; see Packages/Scanner/Package.swift); in the shared process they would
-#   hold both, and every test waiting on a child or a socket (and timing it) would wait for a
-#   thread.
+# its own. A word is a lane: the suites joined by + run one after another, the lanes side
+# by side. Every target of OWN_PROCESS_TESTS is in exactly one place here (test-run checks).
+# - ScannerTests, beside the shared process from its start: half a minute of CPU on its own
+#   two threads, while the shared process mostly waits on servers and children.
 # - ImageCacheTests, AuthTests, SuiteClientTests and ConnectionLimitTests: one after another
 #   after the integration tests, they left both cores idle for most of their 29 s, waiting on
 #   deadlines, stalls and their own servers (2026-11-30). In processes of their own, what they
@@ -54,7 +55,9 @@ OWN_PROCESS_TESTS := IntegrationTests ImageCacheTests AuthTests SuiteClientTests
 #   SuiteClientTests' deadline checks measured 3.5 s for 3 (the one layout that failed).
 BESIDE_SHARED := ScannerTests+ImageCacheTests
 BESIDE_INTEGRATION := AuthTests+SuiteClientTests+StoreServerTests.ConnectionLimitTests
-SHARED_SKIPS = $(sort $(OWN_PROCESS_TESTS) $(subst +,$(space),$(BESIDE_SHARED)))
+# The targets that run in processes of their own, by when they run: the shared process skips
+# these, and they must be OWN_PROCESS_TESTS (no more, no fewer).
+SHARED_SKIPS = $(sort IntegrationTests $(subst +,$(space),$(BESIDE_SHARED) $(BESIDE_INTEGRATION)))
 # How every debug build of the workspace's tests is made (make test, test-run and check share
 # it, so they share one build): no debug information. The tests' source locations come from
 # Swift Testing's macros, not from DWARF, and a crash's backtrace still names its functions.
@@ -158,6 +161,8 @@ test: ## build everything once, then run every test suite (make test-run)
 test-run: ## the test phase of make test on what is built: the shared process with BESIDE_SHARED beside it, then IntegrationTests with BESIDE_INTEGRATION beside it
 	@set -m; failed=(); bundle="$(TEST_BUNDLE)"; \
 	if [[ ! -x "$$bundle" ]]; then echo "error: $$bundle is not built: run make test (or swift build --build-tests $(TEST_BUILD_FLAGS))" >&2; exit 1; fi; \
+	if [[ "$(SHARED_SKIPS)" != "$(sort $(OWN_PROCESS_TESTS))" ]]; then \
+	  echo "error: OWN_PROCESS_TESTS ($(sort $(OWN_PROCESS_TESTS))) and the targets BESIDE_SHARED, BESIDE_INTEGRATION and IntegrationTests run ($(SHARED_SKIPS)) differ" >&2; exit 1; fi; \
 	rm -f .build/beside.failed; \
 	beside=(); beside_tests=(); \
 	start() { for lane in "$$@"; do \
