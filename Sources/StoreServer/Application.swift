@@ -337,9 +337,9 @@ struct WALCheckpointer: Service {
     func run() async throws {
         var warned = false
         // A rewind put off by a long read is tried again after 1, 2, 4 … 32 rounds: each try
-        // holds writers back for up to 1 s. Only a reader that began after the last write can
-        // put it off (otherwise the passive pass cannot copy everything, and no rewind is
-        // tried), so this happens when writes are few.
+        // holds writers back for up to 1 s. Below the forced size only a reader that began
+        // after the last write can put it off (otherwise the passive pass cannot copy
+        // everything, and no rewind is tried); past it, any reader older than 1 s.
         var rewindBackoff = 1, roundsToRewind = 0
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
@@ -354,9 +354,7 @@ struct WALCheckpointer: Service {
                 )
                 if result.restarted {
                     rewindBackoff = 1
-                } else if roundsToRewind == 0, result.frames >= restartFrames,
-                    result.copied == result.frames
-                {
+                } else if result.rewindTried {
                     roundsToRewind = rewindBackoff
                     rewindBackoff = min(rewindBackoff * 2, 32)
                 }

@@ -363,8 +363,9 @@ public final class StoreDatabase: Sendable {
     struct Checkpoint: Sendable, Equatable {
         /// Frames in the WAL when the passive pass ran, and how many of them it copied.
         var frames = 0, copied = 0
-        /// Whether the WAL was then restarted (the next write starts it from the beginning).
-        var restarted = false
+        /// Whether a rewind was tried (in this process's turn for the write lock), and whether
+        /// the WAL was then restarted (the next write starts it from the beginning).
+        var rewindTried = false, restarted = false
     }
 
     /// SQLite: moves what the WAL holds into the database, on pooled connections; a no-op on
@@ -379,38 +380,65 @@ public final class StoreDatabase: Sendable {
     /// waits for the readers of the old WAL to finish (2–6 ms in all, about once a second at
     /// that rate; 1 s at most, then it is put off), after which the next write starts the WAL
     /// from its beginning; `journal_size_limit` trims a larger file to 64 MiB.
+    ///
+    /// Readers whose snapshots overlap (one always open while writes go on) leave the frames
+    /// since the oldest snapshot uncopied at every pass, so the WAL is never all copied: it
+    /// grew past 70 MB in 2 s that way. Past `forcedRestartFrames` (4 × `restartFrames` unless
+    /// given) the rewind is tried anyway: writers wait while it copies what the passive pass
+    /// could not.
     @discardableResult
-    func checkpoint(restartFrames: Int = 4_096) async throws -> Checkpoint {
+    func checkpoint(
+        restartFrames: Int = 4_096,
+        forcedRestartFrames: Int? = nil
+    ) async throws -> Checkpoint {
         guard kind == .sqlite else { return Checkpoint() }
         var result = Checkpoint()
         if let row = try await sql.raw("PRAGMA wal_checkpoint(PASSIVE)").first() {
             result.frames = try row.decode(column: "log", as: Int.self)
             result.copied = try row.decode(column: "checkpointed", as: Int.self)
         }
-        guard result.frames >= restartFrames, result.copied == result.frames else { return result }
+        let forcedAt =
+            forcedRestartFrames ?? (restartFrames > Int.max / 4 ? Int.max : restartFrames * 4)
+        guard result.frames >= restartFrames,
+            result.copied == result.frames || result.frames >= forcedAt
+        else { return result }
+        result.rewindTried = true
         result.restarted = try await write {
-            try await withConnection { sql, _ in
-                // Writers wait in the gate meanwhile, so the rewind waits for the write lock and
-                // for readers 1 s at most (SQLite's busy handler), not the connections' 10 s: a
-                // long read (`store-server backup`, another process) puts it off to a later
-                // round, which WALCheckpointer spaces out.
-                try await sql.raw(
-                    "PRAGMA busy_timeout = \(unsafeRaw: String(PragmaSQLiteSource.rewindBusyTimeout))"
-                ).run()
-                let outcome: Result<Bool, any Error>
-                do {
-                    let row = try await sql.raw("PRAGMA wal_checkpoint(RESTART)").first()
-                    outcome = .success(try row?.decode(column: "busy", as: Int.self) == 0)
-                } catch {
-                    outcome = .failure(error)
-                }
-                try await sql.raw(
-                    "PRAGMA busy_timeout = \(unsafeRaw: String(PragmaSQLiteSource.busyTimeout))"
-                ).run()
-                return try outcome.get()
-            }
+            try await withConnection { sql, _ in try await Self.rewind(sql) }
         }
         return result
+    }
+
+    /// `PRAGMA wal_checkpoint(RESTART)` on `sql`, called with the write lock's turn held (no
+    /// writer meanwhile), tried again every millisecond for 1 s at most
+    /// (`PragmaSQLiteSource.rewindBusyTimeout`); whether the WAL was rewound.
+    ///
+    /// Not SQLite's busy handler: waiting inside the checkpoint, it lost to readers whose
+    /// snapshots overlap (half of the rewinds under two readers holding 30 ms snapshots gave
+    /// up after the whole second, holding writers back for it). Tried afresh, a pass finds
+    /// the readers that began since it copied everything reading the database file, and the
+    /// older ones gone; a long read (`store-server backup`, another process) still puts it off
+    /// to a later round, which WALCheckpointer spaces out.
+    private static func rewind(_ sql: any SQLDatabase) async throws -> Bool {
+        try await sql.raw("PRAGMA busy_timeout = 0").run()
+        let deadline = ContinuousClock.now + .milliseconds(PragmaSQLiteSource.rewindBusyTimeout)
+        let outcome: Result<Bool, any Error>
+        do {
+            var rewound = false
+            while true {
+                let row = try await sql.raw("PRAGMA wal_checkpoint(RESTART)").first()
+                rewound = try row?.decode(column: "busy", as: Int.self) == 0
+                if rewound || ContinuousClock.now >= deadline { break }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            outcome = .success(rewound)
+        } catch {
+            outcome = .failure(error)
+        }
+        try await sql.raw(
+            "PRAGMA busy_timeout = \(unsafeRaw: String(PragmaSQLiteSource.busyTimeout))"
+        ).run()
+        return try outcome.get()
     }
 
     /// Checks that the database answers (`SELECT 1`).
@@ -468,7 +496,8 @@ public final class StoreDatabase: Sendable {
 struct PragmaSQLiteSource: ConnectionPoolSource {
     /// How long, in milliseconds, a statement waits for SQLite's locks before it fails busy.
     static let busyTimeout = 10_000
-    /// The same for the WAL rewind, which is put off to a later round instead.
+    /// How long, in milliseconds, the WAL rewind tries before it is put off to a later round
+    /// (`StoreDatabase.rewind`, with SQLite's busy handler off).
     static let rewindBusyTimeout = 1_000
     /// Whether a commit checkpoints the WAL when it has grown past 1,000 pages (SQLite's
     /// default); false when the owner checkpoints in the background.
