@@ -170,6 +170,79 @@ struct HostileInputTests {
         await server.stop()
     }
 
+    /// A 413 is answered as soon as `Content-Length` says the body is too large, while the
+    /// client may still be sending it. Closed at once, the connection's unread bytes made the
+    /// kernel reset it, and a client still writing its body (libcurl, so URLSession, between
+    /// two 64 KiB writes) failed with "Send failure: Connection reset by peer" before it read
+    /// the answer (seen under load in CI). Half-closed first (RFC 9112 § 9.6), the rest of the
+    /// body is read and dropped, and the client reads the answer and an orderly close.
+    @Test("a body over the limit gets its 413 while the client is still sending it")
+    func oversizedBodyWhileSending() async throws {
+        let server = try await TestServer.start(.sqlite)
+        do {
+            let socket = try RawSocket(port: server.url.port!)
+            let chunk = Data(repeating: UInt8(ascii: "a"), count: 64 * 1024)
+            try socket.send(
+                "POST /v1/reservations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: \(8 * chunk.count)\r\n\r\n"
+            )
+            try socket.send(chunk)
+            #expect(socket.waitReadable(within: 10), "no answer to the head")
+            // The rest of the body, as a client that writes it all before reading does.
+            var sent = 1
+            for _ in 1..<8 {
+                guard socket.trySend(chunk) else { break }
+                sent += 1
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(sent == 8, "the server reset the connection after \(sent) of 8 chunks")
+            let (bytes, reset) = await socket.bytesUntilEndOffPool()
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 413"), "\(text)")
+            #expect(!reset, "the connection ended in a reset")
+            #expect(
+                try await PlainHTTP.send("GET", server.url.appendingPathComponent("health")).status
+                    == 200
+            )
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    /// The linger after a 413 is bounded: a client that never stops sending is cut off.
+    @Test("a client that goes on sending after its 413 is cut off after the linger")
+    func lingerIsBounded() async throws {
+        let server = try await TestServer.start(.sqlite)
+        do {
+            let socket = try RawSocket(port: server.url.port!)
+            let chunk = Data(repeating: UInt8(ascii: "a"), count: 16 * 1024)
+            try socket.send(
+                "POST /v1/reservations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: 1000000000\r\n\r\n"
+            )
+            #expect(socket.waitReadable(within: 10), "no answer to the head")
+            let started = ContinuousClock.now
+            var refused = false
+            while ContinuousClock.now - started < .seconds(10) {
+                if !socket.trySend(chunk) {
+                    refused = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let lasted = ContinuousClock.now - started
+            #expect(refused, "still accepted after \(lasted)")
+            #expect(lasted > .milliseconds(1_500), "cut off after \(lasted), before the linger")
+            #expect(lasted < .seconds(5), "cut off after \(lasted)")
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
     @Test(
         "a client that stalls half-way through a body is cut off after the idle timeout, and a stop closes what is left after the drain timeout",
         arguments: DatabaseKind.allCases

@@ -41,6 +41,42 @@ final class RawSocket {
         }
     }
 
+    /// Writes `bytes` without SIGPIPE; false once the connection refuses them (the server
+    /// reset or fully closed it).
+    func trySend(_ bytes: Data) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[(bytes.startIndex + offset)...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
+
+    /// Waits up to `seconds` for bytes from the server, without reading them.
+    func waitReadable(within seconds: Double) -> Bool {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&poller, 1, Int32(seconds * 1_000)) == 1
+    }
+
+    /// The bytes up to the connection's end, read on a thread of its own, and whether it
+    /// ended in a reset (`ECONNRESET`) rather than the server's orderly close.
+    func bytesUntilEndOffPool(within seconds: Int = 10) async -> (bytes: Data, reset: Bool) {
+        let socket = UncheckedSocket(socket: self)
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let (bytes, _) = socket.socket.bytesUntilClosed(within: seconds)
+                continuation.resume(returning: (bytes, socket.socket.endedInReset))
+            }
+        }
+    }
+
+    /// Whether the last read ended in `ECONNRESET`.
+    private var endedInReset = false
+
     /// Reads until the server closes the connection or `seconds` pass without it.
     /// On a thread of its own: the blocking read never holds
     /// one of the concurrency pool's two threads, which the in-process server's shutdown
@@ -71,6 +107,7 @@ final class RawSocket {
             if count == 0 { return (data, true) }
             if count < 0 {
                 if errno == EINTR { continue }
+                endedInReset = errno == ECONNRESET
                 return (data, errno == ECONNRESET)
             }
             data.append(contentsOf: chunk[0..<count])
