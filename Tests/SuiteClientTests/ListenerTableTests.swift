@@ -58,10 +58,11 @@ struct ListenerTableTests {
 
     @Test("A port nobody listens on lists nothing, by netlink and by /proc")
     func closedPortListsNothing() throws {
-        let (fd, port) = try PeerListener.listeningSocket()
-        close(fd)
-        #expect(ListenerTable.fromNetlink(port: UInt16(port), includeIPv4: true) == [])
-        #expect(ListenerTable.fromProc(port: UInt16(port), includeIPv4: true) == [])
+        // Bound but not listening, and held, so no other test's server takes the port.
+        let closed = try ClosedPort()
+        defer { closed.release() }
+        #expect(ListenerTable.fromNetlink(port: UInt16(closed.port), includeIPv4: true) == [])
+        #expect(ListenerTable.fromProc(port: UInt16(closed.port), includeIPv4: true) == [])
     }
 
     @Test("A connected socket on the port is not a listener, and not listed")

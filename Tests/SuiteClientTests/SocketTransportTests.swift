@@ -272,7 +272,9 @@ struct SocketTransportTests {
 
     @Test("A closed port is a transport error at once, with the errno as cause")
     func refused() async throws {
-        let port = try closedPort()
+        let closed = try ClosedPort()
+        defer { closed.release() }
+        let port = closed.port
         let started = ContinuousClock.now
         let error = await #expect(throws: AuthError.self) {
             try await send(URLRequest(url: URL(string: "http://127.0.0.1:\(port)/")!))

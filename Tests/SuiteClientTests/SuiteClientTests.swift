@@ -85,10 +85,40 @@ final class SilentListener {
     }
 }
 
-/// A port on 127.0.0.1 where nothing listens (bound then closed).
-func closedPort() throws -> Int {
-    let listener = try SilentListener(fill: false)
-    return listener.port
+/// A port on 127.0.0.1 where nothing listens: a socket bound to it that never listens, so a
+/// connection is refused, kept until ``release()`` so that no other listener takes the port
+/// meanwhile. (A port bound and closed at once was taken by another test's server in the same
+/// process: a write meant for nowhere reached it, and both tests failed.)
+final class ClosedPort {
+    let port: Int
+    private let fd: Int32
+
+    init() throws {
+        func failure(_ call: String) -> PeerListener.Failure {
+            PeerListener.Failure(description: "\(call): \(String(cString: strerror(errno)))")
+        }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw failure("socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            let error = failure("bind")
+            close(fd)
+            throw error
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Gives the port back (the test is done with it).
+    func release() { close(fd) }
 }
 
 @Suite("Server URL resolution")
@@ -335,7 +365,9 @@ struct ConnectProbeTests {
 
     @Test("A closed port is unreachable at once: connection refused")
     func refused() async throws {
-        let port = try closedPort()
+        let closed = try ClosedPort()
+        defer { closed.release() }
+        let port = closed.port
         let started = ContinuousClock.now
         let direct = ConnectProbe.blockingProbe(host: "127.0.0.1", port: port, timeout: .seconds(2))
         #expect(ContinuousClock.now - started < .seconds(1))
@@ -459,7 +491,9 @@ struct OfflineClientTests {
     func keptConfiguration() async throws {
         let root = try temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let port = try closedPort()
+        let closed = try ClosedPort()
+        defer { closed.release() }
+        let port = closed.port
         let client = try client(port: port, root: root)
         let response = try minimalConfiguration()
         let key = ResponseKey(
@@ -516,7 +550,9 @@ struct OfflineClientTests {
     func writesNotQueued() async throws {
         let root = try temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let client = try client(port: try closedPort(), root: root)
+        let closed = try ClosedPort()
+        defer { closed.release() }
+        let client = try client(port: closed.port, root: root)
         // A stored session, so the write gets as far as the network.
         try client.tokens.save(
             StoredCredentialsFixture.make(server: client.server.url.absoluteString)

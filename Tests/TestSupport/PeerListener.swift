@@ -23,6 +23,9 @@ public final class PeerListener: @unchecked Sendable {
     public struct Failure: Error, CustomStringConvertible {
         /// What failed, with `errno`'s words.
         public let description: String
+
+        /// A failure saying `description`.
+        public init(description: String) { self.description = description }
     }
 
     /// Listens on `host`:`port` (0: a free port) and hands each connection to `serve`, which
