@@ -178,16 +178,8 @@ struct HostileInputTests {
     /// body is read and dropped, and the client reads the answer and an orderly close.
     @Test("a body over the limit gets its 413 while the client is still sending it")
     func oversizedBodyWhileSending() async throws {
-        let server = try await TestServer.start(.sqlite)
-        do {
-            let socket = try RawSocket(port: server.url.port!)
-            let chunk = Data(repeating: UInt8(ascii: "a"), count: 64 * 1024)
-            try socket.send(
-                "POST /v1/reservations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                    + "Content-Length: \(8 * chunk.count)\r\n\r\n"
-            )
-            try socket.send(chunk)
-            #expect(socket.waitReadable(within: 10), "no answer to the head")
+        let chunk = Data(repeating: UInt8(ascii: "a"), count: 64 * 1024)
+        try await Self.answered(bodyLength: 8 * chunk.count, sendingFirst: chunk) { socket, url in
             // The rest of the body, as a client that writes it all before reading does.
             var sent = 1
             for _ in 1..<8 {
@@ -201,28 +193,16 @@ struct HostileInputTests {
             #expect(text.hasPrefix("HTTP/1.1 413"), "\(text)")
             #expect(!reset, "the connection ended in a reset")
             #expect(
-                try await PlainHTTP.send("GET", server.url.appendingPathComponent("health")).status
-                    == 200
+                try await PlainHTTP.send("GET", url.appendingPathComponent("health")).status == 200
             )
-        } catch {
-            await server.stop()
-            throw error
         }
-        await server.stop()
     }
 
     /// The linger after a 413 is bounded: a client that never stops sending is cut off.
     @Test("a client that goes on sending after its 413 is cut off after the linger")
     func lingerIsBounded() async throws {
-        let server = try await TestServer.start(.sqlite)
-        do {
-            let socket = try RawSocket(port: server.url.port!)
-            let chunk = Data(repeating: UInt8(ascii: "a"), count: 16 * 1024)
-            try socket.send(
-                "POST /v1/reservations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                    + "Content-Length: 1000000000\r\n\r\n"
-            )
-            #expect(socket.waitReadable(within: 10), "no answer to the head")
+        let chunk = Data(repeating: UInt8(ascii: "a"), count: 16 * 1024)
+        try await Self.answered(bodyLength: 1_000_000_000) { socket, _ in
             let started = ContinuousClock.now
             var refused = false
             while ContinuousClock.now - started < .seconds(10) {
@@ -236,6 +216,27 @@ struct HostileInputTests {
             #expect(refused, "still accepted after \(lasted)")
             #expect(lasted > .milliseconds(1_500), "cut off after \(lasted), before the linger")
             #expect(lasted < .seconds(5), "cut off after \(lasted)")
+        }
+    }
+
+    /// On a fresh SQLite server: a raw connection that sends the head of a JSON request of
+    /// `bodyLength` bytes to a signed route (and `first` of its body), waits for the answer
+    /// to arrive, then runs `body` with the socket and the server's URL.
+    static func answered(
+        bodyLength: Int,
+        sendingFirst first: Data = Data(),
+        _ body: (RawSocket, URL) async throws -> Void
+    ) async throws {
+        let server = try await TestServer.start(.sqlite)
+        do {
+            let socket = try RawSocket(port: server.url.port!)
+            try socket.send(
+                "POST /v1/reservations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: \(bodyLength)\r\n\r\n"
+            )
+            try socket.send(first)
+            #expect(socket.waitReadable(within: 10), "no answer to the head")
+            try await body(socket, server.url)
         } catch {
             await server.stop()
             throw error

@@ -47,6 +47,19 @@ struct WALCheckpointTests {
         try? await Task.sleep(for: .milliseconds(1))
     }
 
+    /// The server's checkpointer on `database`, every 20 ms, until the task is cancelled.
+    static func checkpointing(_ database: StoreDatabase, restartFrames: Int)
+        -> Task<Void, any Error>
+    {
+        let checkpointer = WALCheckpointer(
+            database: database,
+            logger: TestDatabases.logger,
+            interval: .milliseconds(20),
+            restartFrames: restartFrames
+        )
+        return Task { try await checkpointer.run() }
+    }
+
     static func walSize(_ directory: URL) -> Int {
         let path = directory.appendingPathComponent("store.sqlite-wal").path
         return (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
@@ -124,13 +137,7 @@ struct WALCheckpointTests {
     func checkpointerService() async throws {
         let (database, directory) = try await Self.database(background: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let checkpointer = WALCheckpointer(
-            database: database,
-            logger: TestDatabases.logger,
-            interval: .milliseconds(20),
-            restartFrames: 256
-        )
-        let service = Task { try await checkpointer.run() }
+        let service = Self.checkpointing(database, restartFrames: 256)
         let reading = Task {
             while !Task.isCancelled { try await Self.read(database) }
         }
@@ -161,13 +168,7 @@ extension WALCheckpointTests {
     func overlappingReadersCannotHoldTheWALOpen() async throws {
         let (database, directory) = try await Self.database(background: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let checkpointer = WALCheckpointer(
-            database: database,
-            logger: TestDatabases.logger,
-            interval: .milliseconds(20),
-            restartFrames: 64
-        )
-        let service = Task { try await checkpointer.run() }
+        let service = Self.checkpointing(database, restartFrames: 64)
         let other = try StoreDatabase(
             location: database.location,
             maxConnections: 2,
