@@ -383,22 +383,17 @@ public final class StoreDatabase: Sendable {
     ///
     /// Readers whose snapshots overlap (one always open while writes go on) leave the frames
     /// since the oldest snapshot uncopied at every pass, so the WAL is never all copied: it
-    /// grew past 70 MB in 2 s that way. Past `forcedRestartFrames` (4 × `restartFrames` unless
-    /// given) the rewind is tried anyway: writers wait while it copies what the passive pass
-    /// could not.
+    /// grew past 70 MB in 2 s that way. Past 4 × `restartFrames` the rewind is tried anyway:
+    /// writers wait while it copies what the passive pass could not.
     @discardableResult
-    func checkpoint(
-        restartFrames: Int = 4_096,
-        forcedRestartFrames: Int? = nil
-    ) async throws -> Checkpoint {
+    func checkpoint(restartFrames: Int = 4_096) async throws -> Checkpoint {
         guard kind == .sqlite else { return Checkpoint() }
         var result = Checkpoint()
         if let row = try await sql.raw("PRAGMA wal_checkpoint(PASSIVE)").first() {
             result.frames = try row.decode(column: "log", as: Int.self)
             result.copied = try row.decode(column: "checkpointed", as: Int.self)
         }
-        let forcedAt =
-            forcedRestartFrames ?? (restartFrames > Int.max / 4 ? Int.max : restartFrames * 4)
+        let forcedAt = restartFrames > Int.max / 4 ? Int.max : restartFrames * 4
         guard result.frames >= restartFrames,
             result.copied == result.frames || result.frames >= forcedAt
         else { return result }

@@ -90,8 +90,8 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Writes the last answer's `end`, then half-closes and drops reads until the client
-    /// closes too or ``linger`` passes. Where the connection cannot half-close (TLS), or the
-    /// answer could not be written, it closes at once.
+    /// closes too or ``linger`` passes (on TLS the half-close is NIOSSL's close_notify). Where
+    /// the connection cannot half-close, or the answer could not be written, it closes at once.
     private func closeInStages(
         context: ChannelHandlerContext,
         after end: NIOAny,
