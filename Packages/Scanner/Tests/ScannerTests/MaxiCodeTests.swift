@@ -124,18 +124,19 @@ struct MaxiCodeTests {
         #expect(MaxiCodeLocator.ellipse(flat) == nil)
     }
 
-    /// A floor a little under what the default effort read when this was written (39 of 40;
-    /// ZXing-C++ 3.1.1 and zbarimg read none of them). The set's camera noise was drawn
-    /// unseeded until session 14, so each machine had its own set (35-39 read); seeded, it
-    /// reads 38.
+    /// A floor one under what the default effort reads (ZXing-C++ 3.1.1 and zbarimg read
+    /// none of them). The same seeded set read 38 on one machine and 35 on another (a fit
+    /// that fragile turns on the last bits of the pixels or the arithmetic), until the grid's
+    /// fit grew from the bullseye outwards (``MaxiCodeLocator/fitRadii``): 40 of 40 on that
+    /// second machine, and on two other seeds of the script.
     @Test(
-        "The MaxiCode photo set: the default effort reads at least 36 of 40, nothing from decoys"
+        "The MaxiCode photo set: the default effort reads at least 39 of 40, nothing from decoys"
     )
     func photoSet() async throws {
         let root = try Fixtures.generatedSet("maxicode-photos")
         let (read, expected, falsePositives) = await Corpus.score(under: root, with: Self.reader)
         #expect(expected == 40)
-        #expect(read >= 36, "read \(read) of \(expected)")
+        #expect(read >= 39, "read \(read) of \(expected)")
         #expect(falsePositives.isEmpty, "\(falsePositives)")
     }
 }
