@@ -208,7 +208,8 @@ extension AdverseNetworkTests.Deadlines {
         #expect(login.status == 0, "login: \(login.stderr)")
         #expect(login.seconds > 4, "login took \(login.seconds) s")
 
-        let cut = try await slow.bounded(["show", code, "--deadline", "2"])
+        // Deadlines are checked on the commands' own lifetimes (``Workstation/clocked``).
+        let (cut, _) = try await slow.clocked(["show", code, "--deadline", "2"], timeout: 60)
         #expect(cut.status == 6, "\(cut.stderr)")
         #expect(cut.seconds < 3, "took \(cut.seconds) s")
         let shown = try await slow.bounded(["show", code, "--json"])
@@ -216,7 +217,10 @@ extension AdverseNetworkTests.Deadlines {
         #expect(!shown.stderr.contains("offline"))
         #expect(shown.seconds > 3, "took \(shown.seconds) s")
         #expect(try decode(ReservationDetail.self, shown).id == found.id)
-        let kept = try await slow.bounded(["show", code, "--deadline", "2", "--json"])
+        let (kept, _) = try await slow.clocked(
+            ["show", code, "--deadline", "2", "--json"],
+            timeout: 60
+        )
         #expect(kept.status == 0, "\(kept.stderr)")
         #expect(kept.stderr.contains("offline"))
         #expect(try decode(ReservationDetail.self, kept).id == found.id)
@@ -324,7 +328,8 @@ extension AdverseNetworkTests.Deadlines {
             ) { group in
                 for (arguments, stdin, expected) in wave {
                     group.addTask {
-                        let result = try await station.bounded(
+                        // Clocked by itself: three run at once.
+                        let (result, _) = try await station.clocked(
                             arguments,
                             stdin: stdin.map { Data($0.utf8) },
                             timeout: 30
@@ -336,7 +341,7 @@ extension AdverseNetworkTests.Deadlines {
             }
         }
         for (arguments, stdin, expected) in commands.suffix(2) {
-            let result = try await station.bounded(
+            let (result, _) = try await station.clocked(
                 arguments,
                 stdin: stdin.map { Data($0.utf8) },
                 timeout: 30

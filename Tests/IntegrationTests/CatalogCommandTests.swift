@@ -38,10 +38,9 @@ extension Workstation {
         )
     }
 
+    /// Runs `catalog`, clocked by itself (``selfTimed(_:app:stdin:)``).
     func timedCatalog(_ arguments: [String]) async throws -> (ProcessOutcome, Double) {
-        let start = Date()
-        let run = try await catalog(arguments)
-        return (run, Date().timeIntervalSince(start))
+        try await selfTimed(arguments, app: "catalog")
     }
 
     /// A client of this home's suite container, in this process (for what a test checks
