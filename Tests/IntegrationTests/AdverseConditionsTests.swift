@@ -320,16 +320,17 @@ extension AdverseNetworkTests.Deadlines {
         // then sign-in and sign-out, in that order: sign-out removes the kept data the others
         // answer from.
         let together = Array(commands.dropLast(2))
-        var outcomes: [(arguments: [String], expected: Set<Int32>, result: ProcessOutcome)] = []
+        var outcomes: [(arguments: [String], expected: Set<Int32>, result: DeadlineRun)] = []
         for first in stride(from: 0, to: together.count, by: 3) {
             let wave = together[first..<min(first + 3, together.count)]
             try await withThrowingTaskGroup(
-                of: (arguments: [String], expected: Set<Int32>, result: ProcessOutcome).self
+                of: (arguments: [String], expected: Set<Int32>, result: DeadlineRun).self
             ) { group in
                 for (arguments, stdin, expected) in wave {
                     group.addTask {
-                        // Clocked by itself: three run at once.
-                        let (result, _) = try await station.clocked(
+                        // Each against its own work at that moment: three run at once
+                        // (``Workstation/againstOwnWork``).
+                        let result = try await station.againstOwnWork(
                             arguments,
                             stdin: stdin.map { Data($0.utf8) },
                             timeout: 30
@@ -341,7 +342,7 @@ extension AdverseNetworkTests.Deadlines {
             }
         }
         for (arguments, stdin, expected) in commands.suffix(2) {
-            let (result, _) = try await station.clocked(
+            let result = try await station.againstOwnWork(
                 arguments,
                 stdin: stdin.map { Data($0.utf8) },
                 timeout: 30
@@ -350,14 +351,14 @@ extension AdverseNetworkTests.Deadlines {
         }
         for (arguments, expected, result) in outcomes {
             #expect(
-                expected.contains(result.status),
-                "\(arguments.joined(separator: " ")): exit \(result.status): \(result.stderr)"
+                expected.contains(result.outcome.status),
+                "\(arguments.joined(separator: " ")): exit \(result.outcome.status): \(result.outcome.stderr)"
             )
             #expect(
-                result.seconds < 3,
-                "\(arguments.joined(separator: " ")) took \(result.seconds) s"
+                result.endedWithin(2),
+                "\(arguments.joined(separator: " ")) \(result.account)"
             )
-            let said = result.stderr
+            let said = result.outcome.stderr
             #expect(
                 said.contains("cannot be reached") || said.contains("offline")
                     || said.contains("could not be told"),

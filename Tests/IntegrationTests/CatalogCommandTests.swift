@@ -741,21 +741,23 @@ struct CatalogOwnServerTests {
         defer { blackHole.close() }
 
         let copy = directory.appendingPathComponent("copy.png")
-        let (kept, keptSeconds) = try await station.timedCatalog([
-            "show", product.gtin.gtin14, "--image-save", copy.path, "--json",
-        ])
-        #expect(kept.status == 0, "\(kept.stderr)")
-        #expect(try decode(Product.self, kept) == product)
+        // Each against its own work at that moment (``Workstation/againstOwnWork``).
+        let kept = try await station.againstOwnWork(
+            ["show", product.gtin.gtin14, "--image-save", copy.path, "--json"],
+            app: "catalog"
+        )
+        #expect(kept.outcome.status == 0, "\(kept.outcome.stderr)")
+        #expect(try decode(Product.self, kept.outcome) == product)
         #expect(try Data(contentsOf: copy) == (try Data(contentsOf: saved)))
-        #expect(kept.stderr.contains("offline"))
-        #expect(keptSeconds < 3, "took \(keptSeconds) s")
+        #expect(kept.outcome.stderr.contains("offline"))
+        #expect(kept.endedWithin(2), "\(kept.account)")
         for arguments in [
             ["show", unknownGTIN], ["search", "zzzz-not-kept"], ["prefetch"],
             ["prefetch", "--deadline", "900"],
         ] {
-            let (run, seconds) = try await station.timedCatalog(arguments)
-            #expect(run.status == 6, "\(arguments): \(run.stderr)")
-            #expect(seconds < 3, "\(arguments) took \(seconds) s")
+            let run = try await station.againstOwnWork(arguments, app: "catalog")
+            #expect(run.outcome.status == 6, "\(arguments): \(run.outcome.stderr)")
+            #expect(run.endedWithin(2), "\(arguments) \(run.account)")
         }
         let (short, shortSeconds) = try await station.timedCatalog([
             "show", unknownGTIN, "--connect-timeout", "0.5",
