@@ -246,6 +246,11 @@ extension RegionSearch {
                     (GreyOps.blurred(g), .identity)
                 }
             )
+            // A label on a bottle or a can: only where ZXing located a 2D symbol (run on
+            // every square region, it cost 40 % more CPU on the degraded set for one symbol).
+            if fine, candidate.locatedBox != nil {
+                stages.append(cylinderStage(candidate, area, symbologies, harder))
+            }
             if thorough {
                 var global = quick
                 global.binarizer = .globalHistogram
@@ -432,6 +437,91 @@ extension RegionSearch {
             self.derive = derive
         }
     }
+
+    /// A 2D symbol on a curved label (a bottle, a can): the symbol unrolled from a few
+    /// cylinders (``cylinders``), axis along the columns and then along the rows, through
+    /// the middle of where ZXing located it (every 2D symbol it located there; else the
+    /// region), each read by ZXing (``GreyOps/cylinderFlattened(_:axis:centre:middle:radius:distance:scale:)``);
+    /// a reading's corners are mapped back through the cylinder into `grey`.
+    func cylinderStage(
+        _ candidate: Candidate,
+        _ area: PixelRect,
+        _ symbologies: Set<Symbology>,
+        _ pass: ZXingEngine.Pass
+    ) -> Stage {
+        var stage = Stage("cylinder", symbologies, pass, zbar: nil) { g in (g, .identity) }
+        let maximumSymbols = options.maximumSymbols
+        let grey = grey
+        // The symbol's extent: ZXing's located box (its finder patterns) when there is one;
+        // the crop takes in a margin for the squeezed sides and the quiet zone.
+        let symbol = candidate.locatedBox ?? area
+        let margin = max(symbol.width, symbol.height) / 4
+        let crop = PixelRect(
+            x: symbol.x - margin,
+            y: symbol.y - margin,
+            width: symbol.width + 2 * margin,
+            height: symbol.height + 2 * margin
+        ).clipped(toWidth: grey.width, height: grey.height)
+        stage.reader = { _, _ in
+            guard let crop, let image = grey.cropped(to: crop) else { return [] }
+            let toGrey = PointTransform.translation(Double(crop.x), Double(crop.y))
+            for axis in GreyOps.CylinderAxis.allCases {
+                let vertical = axis == .vertical
+                let half = Double(vertical ? symbol.width : symbol.height) / 2
+                let centre = Double(vertical ? symbol.x - crop.x : symbol.y - crop.y) + half
+                let middle =
+                    Double(vertical ? symbol.y - crop.y : symbol.x - crop.x)
+                    + Double(vertical ? symbol.height : symbol.width) / 2
+                for (halfAngle, distance) in RegionSearch.cylinders {
+                    let flat = GreyOps.cylinderFlattened(
+                        image,
+                        axis: axis,
+                        centre: centre,
+                        middle: middle,
+                        radius: half / sin(halfAngle),
+                        distance: distance,
+                        scale: 2
+                    )
+                    let found =
+                        ZXingEngine.read(
+                            flat.image,
+                            symbologies: symbologies,
+                            pass: pass,
+                            maximumSymbols: maximumSymbols,
+                            transform: .identity
+                        ) ?? []
+                    guard !found.isEmpty else { continue }
+                    return found.map { code in
+                        var mapped = code
+                        mapped.points = code.points.map { p in
+                            let (x, y) = flat.back(Double(p.x), Double(p.y))
+                            let q = toGrey.apply(x: x, y: y)
+                            return ImagePoint(x: Int(q.x.rounded()), y: Int(q.y.rounded()))
+                        }
+                        return mapped
+                    }
+                }
+            }
+            return []
+        }
+        return stage
+    }
+
+    /// The cylinders a curved symbol is unrolled from: the half angle (radians) its located
+    /// extent takes in either side of the line facing the camera, and the camera's distance
+    /// from the axis in radii (`.infinity`: from afar). Seen from afar, a symbol a quarter
+    /// of the way round (0.6) has its outer modules squeezed to 0.8 of their width, at 0.9
+    /// to 0.6; from 3 radii (a phone held close to a can) its rows also bow towards the
+    /// middle. On two sets of 80 QR codes and DataMatrix symbols wrapped round cylinders
+    /// (`scripts/fixtures/curved-labels.py`, seeds 1 and 2: half angles 0.35-1.0, cameras
+    /// at 2.2-30 radii, 2.2-3.5 px modules, turned up to 8°, blurred, JPEG), the default
+    /// effort read 35 and 38 without this stage and 46 and 41 with these four cylinders;
+    /// three from afar read 39 and 41, eight (four angles, two distances) 48 and 42. Only
+    /// located symbols get it: on the degraded set's 610 symbols and 200 barcode-free images
+    /// it read nothing more, for 3 % more CPU (40 % when every square region got it).
+    static let cylinders: [(halfAngle: Double, distance: Double)] = [
+        (0.6, .infinity), (0.9, .infinity), (0.6, 3), (0.9, 3),
+    ]
 
     /// A 2D symbol's middle, searched for a symbol printed inside it.
     func lookInside(_ box: PixelRect) -> [Barcode] {

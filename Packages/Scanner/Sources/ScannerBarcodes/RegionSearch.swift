@@ -102,6 +102,14 @@ struct RegionSearch {
         var candidates: [Candidate] = []
         for located in first.located {
             var candidate = Candidate(located: located)
+            // A 2D symbol's extent: every 2D symbol ZXing located over it (a QR code's finder
+            // pattern alone is also "located" as a Micro QR code).
+            if !located.symbology.isLinear, let own = candidate.locatedBox {
+                candidate.locatedBox = first.located.filter { !$0.symbology.isLinear }
+                    .map { PixelRect(bounding: $0.points) }
+                    .filter { $0.intersectionArea(with: own) > 0 }
+                    .reduce(own, Self.union)
+            }
             // A square 2D symbol (not PDF417, whose rows are bars too) located inside bars is
             // ZXing's guess, not the bars' extent: ZXing "located" a DataMatrix among the bars
             // of a Code 39 turned by 200°, and the bars, taken in as its extent, never had
@@ -258,6 +266,9 @@ struct RegionSearch {
         var angle: Double
         /// ZXing found its finder or guard patterns: the symbology it took it for.
         var symbology: Symbology?
+        /// Where ZXing found them (the box of its points), before the texture around them
+        /// widened ``box``.
+        var locatedBox: PixelRect?
         /// How much of the texture runs one way (see ``CandidateRegion/coherence``).
         var coherence: Double
         /// The textured region's size in tiles and its edge energy (0 for located symbols).
@@ -275,6 +286,7 @@ struct RegionSearch {
 
         init(located: ZXingEngine.Located) {
             box = PixelRect(bounding: located.points)
+            locatedBox = box
             isLinear = located.symbology.isLinear
             symbology = located.symbology
             coherence = isLinear ? 1 : 0
