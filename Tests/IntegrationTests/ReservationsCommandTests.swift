@@ -86,10 +86,10 @@ struct Workstation {
     /// Runs a command whose connect timeout decides how long it takes (a dead network),
     /// clocked by itself, then the same command with a connect timeout of 0.05 s: how long
     /// its own work (start-up, reading kept data, its answer) takes this machine at that
-    /// moment. Idle, that is 0.05-0.1 s (catalog and reservations, debug builds); in a fresh
-    /// clone's `make test` on a machine twice as slow as the last one it was 1.0-1.4 s, and
-    /// the commands took 3.0-3.4 s on a 2 s connect timeout with 2.07 s idle (2026-12-07;
-    /// the time went to start-up and to a search through the kept data, not to waiting).
+    /// moment. Idle, the commands took 2.07-2.10 s on a 2 s connect timeout (catalog and
+    /// reservations, debug builds); in a fresh clone's `make test` on a machine twice as slow
+    /// as the last one, 3.0-3.4 s, and strace put the rest in start-up (1.2 s instead of
+    /// 60 ms) and a search through the kept data (1.1 s), not in waiting (2026-12-07).
     func againstOwnWork(
         _ arguments: [String],
         app: String = "reservations",
@@ -104,10 +104,6 @@ struct Workstation {
             timeout: timeout
         )
         return DeadlineRun(outcome: run, ownWork: max(0, control.seconds - 0.05))
-    }
-
-    func timed(_ arguments: [String]) async throws -> (ProcessOutcome, Double) {
-        try await selfTimed(arguments)
     }
 
     /// Signs in as `user` (the demo associate, of the Berlin store, unless told otherwise).
@@ -541,7 +537,7 @@ struct ReservationsCommandTests {
         #expect(keptCheckIn.status == 0, "\(keptCheckIn.stderr)")
         #expect(try decode(ReservationDetail.self, keptCheckIn).reservation.status == .checkedIn)
 
-        let (shown, seconds) = try await station.timed(
+        let (shown, seconds) = try await station.selfTimed(
             ["show", one.reservation.confirmationCode.description, "--json"]
         )
         #expect(shown.status == 0, "\(shown.stderr)")
@@ -576,7 +572,7 @@ struct ReservationsCommandTests {
         #expect(!again.stderr.contains("PARTIAL"), "\(again.stderr)")
         #expect(try await station.run(["show", other.id.uuidString]).status == 0)
 
-        let (unknown, unknownSeconds) = try await station.timed(["show", "0000-0000"])
+        let (unknown, unknownSeconds) = try await station.selfTimed(["show", "0000-0000"])
         #expect(unknown.status == 6)
         #expect(unknown.stderr.contains("cannot be reached"))
         #expect(unknownSeconds < 3)
@@ -586,7 +582,7 @@ struct ReservationsCommandTests {
 
         let fresh = try Workstation()
         defer { fresh.remove() }
-        let (never, neverSeconds) = try await fresh.timed(["list", "--server", server.url])
+        let (never, neverSeconds) = try await fresh.selfTimed(["list", "--server", server.url])
         #expect(never.status == 6 || never.status == 77, "\(never.stderr)")
         #expect(neverSeconds < 3)
     }
@@ -615,7 +611,7 @@ struct ReservationsCommandTests {
         let none = try await station.againstOwnWork(["show", "0000-0000"])
         #expect(none.outcome.status == 6)
         #expect(none.endedWithin(2), "\(none.account)")
-        let (short, shortSeconds) = try await station.timed(
+        let (short, shortSeconds) = try await station.selfTimed(
             ["show", "0000-0000", "--connect-timeout", "0.5"]
         )
         #expect(short.status == 6)

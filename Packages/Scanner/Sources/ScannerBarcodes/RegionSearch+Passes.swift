@@ -248,8 +248,8 @@ extension RegionSearch {
             )
             // A label on a bottle or a can: only where ZXing located a 2D symbol (run on
             // every square region, it cost 40 % more CPU on the degraded set for one symbol).
-            if fine, candidate.locatedBox != nil {
-                stages.append(cylinderStage(candidate, area, symbologies, harder))
+            if fine, let located = candidate.locatedBox {
+                stages.append(cylinderStage(located, symbologies, harder))
             }
             if thorough {
                 var global = quick
@@ -438,23 +438,22 @@ extension RegionSearch {
         }
     }
 
-    /// A 2D symbol on a curved label (a bottle, a can): the symbol unrolled from a few
-    /// cylinders (``cylinders``), axis along the columns and then along the rows, through
-    /// the middle of where ZXing located it (every 2D symbol it located there; else the
-    /// region), each read by ZXing (``GreyOps/cylinderFlattened(_:axis:centre:middle:radius:distance:scale:)``);
-    /// a reading's corners are mapped back through the cylinder into `grey`.
+    /// A 2D symbol on a curved label (a bottle, a can), located by ZXing at `symbol` (the
+    /// box of every 2D symbol it located there, ``Candidate/locatedBox``): unrolled from a
+    /// few cylinders (``cylinders``), axis along the columns and then along the rows through
+    /// the box's middle, each read by ZXing
+    /// (``GreyOps/cylinderFlattened(_:axis:centre:middle:radius:distance:scale:)``); a
+    /// reading's corners are mapped back through the cylinder into `grey`.
     func cylinderStage(
-        _ candidate: Candidate,
-        _ area: PixelRect,
+        _ symbol: PixelRect,
         _ symbologies: Set<Symbology>,
         _ pass: ZXingEngine.Pass
     ) -> Stage {
         var stage = Stage("cylinder", symbologies, pass, zbar: nil) { g in (g, .identity) }
         let maximumSymbols = options.maximumSymbols
         let grey = grey
-        // The symbol's extent: ZXing's located box (its finder patterns) when there is one;
-        // the crop takes in a margin for the squeezed sides and the quiet zone.
-        let symbol = candidate.locatedBox ?? area
+        // The crop takes in a margin for the squeezed sides and the quiet zone (the located
+        // box is the finder patterns').
         let margin = max(symbol.width, symbol.height) / 4
         let crop = PixelRect(
             x: symbol.x - margin,

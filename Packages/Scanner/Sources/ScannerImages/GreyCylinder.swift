@@ -8,8 +8,8 @@ extension GreyOps {
         case horizontal
     }
 
-    /// A region flattened by ``cylinderFlattened(_:axis:centre:radius:scale:)`` and the way back
-    /// from its pixels to the region's.
+    /// A region flattened by ``cylinderFlattened(_:axis:centre:middle:radius:distance:scale:)``
+    /// and the way back from its pixels to the region's.
     package struct Flattened: Sendable {
         /// The flattened image.
         package var image: ImageBuffer
