@@ -78,4 +78,50 @@ struct DatabaseShutdownTests {
             #expect(Self.openDescriptors(to: path) == 0)
         }
     }
+
+    @Test(
+        "a connection held past the wait is closed when it comes back, on a pool still running",
+        .timeLimit(.minutes(1))
+    )
+    func heldPastTheWait() async throws {
+        let directory = try TestDatabases.temporaryDirectory("shutdown")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("store.sqlite").path
+        let database = try StoreDatabase(
+            location: .sqlite(path: path),
+            logger: TestDatabases.logger
+        )
+        let taken = AsyncStream<Void>.makeStream()
+        let release = AsyncStream<Void>.makeStream()
+        let holder = Task {
+            try await database.withConnection { sql, _ in
+                _ = try await sql.raw("SELECT 1 AS one").first()
+                taken.continuation.yield()
+                for await _ in release.stream { break }
+                return try await sql.raw("SELECT 2 AS two").first()?.decode(
+                    column: "two",
+                    as: Int.self
+                )
+            }
+        }
+        for await _ in taken.stream { break }
+        // Shutdown gives up waiting while the connection is still out, and returns.
+        let started = ContinuousClock.now
+        await database.shutdown(settleWithin: .milliseconds(200))
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(database.sqliteInUse.count == 1)
+        #expect(Self.openDescriptors(to: path) > 0)
+        // The connection still works, and closes when it comes back: before, the thread pool
+        // had stopped, its close failed and freeing it trapped (a debug build) or leaked it.
+        release.continuation.yield()
+        #expect(try await holder.value == 2)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !database.sqliteConnections.settled || Self.openDescriptors(to: path) > 0,
+            ContinuousClock.now < deadline
+        {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(database.sqliteConnections.settled)
+        #expect(Self.openDescriptors(to: path) == 0)
+    }
 }

@@ -464,26 +464,54 @@ public final class StoreDatabase: Sendable {
 
     /// Closes every connection. A SQLite connection still in use (a statement that outlived
     /// its request, a health check past its limit) or still opening is closed when it comes
-    /// back, on the thread pool: that is stopped only once every connection opened is
-    /// closed, or after 5 s. Closed on a stopped pool, its handle would stay open.
-    public func shutdown() async {
+    /// back, on the thread pool, which is stopped only once every connection opened is
+    /// closed: closed on a stopped pool, a handle would stay open (and a debug build of
+    /// SQLiteNIO traps when such a connection is freed).
+    ///
+    /// Returns once that is settled, or after `settleWithin` (by default SQLite's busy
+    /// timeout and 5 s more: an opening may wait that long for a lock), logging what is still
+    /// out; the thread pool then stops in the background when the last connection closes.
+    public func shutdown(settleWithin: Duration? = nil) async {
         switch pool {
         case .sqlite(let pool):
             try? await pool.shutdownAsync()
-            let deadline = ContinuousClock.now + .seconds(5)
-            while sqliteInUse.count > 0 || !sqliteConnections.settled,
-                ContinuousClock.now < deadline
-            {
-                try? await Task.sleep(for: .milliseconds(10))
+            let limit = settleWithin ?? .milliseconds(PragmaSQLiteSource.busyTimeout) + .seconds(5)
+            if await sqliteSettled(pool, within: limit) {
+                try? await threadPool?.shutdownGracefully()
+                return
             }
-            // A release runs on its event loop, after the count: a task behind it on each
-            // loop means every close is queued on the thread pool, which finishes its queue.
-            for loop in pool.eventLoopGroup.makeIterator() {
-                try? await loop.submit {}.get()
+            logger.warning(
+                "SQLite connections still in use or opening at shutdown; their thread pool stops when they close",
+                metadata: ["in-use": "\(sqliteInUse.count)", "waited": "\(limit)"]
+            )
+            let threadPool = threadPool
+            Task.detached { [self] in
+                _ = await sqliteSettled(pool, within: nil)
+                try? await threadPool?.shutdownGracefully()
             }
-        case .postgres(let pool): try? await pool.shutdownAsync()
+        case .postgres(let pool):
+            try? await pool.shutdownAsync()
+            try? await threadPool?.shutdownGracefully()
         }
-        try? await threadPool?.shutdownGracefully()
+    }
+
+    /// Waits until no SQLite connection is in use or opening and every one opened is closed,
+    /// for at most `limit` (nil: however long it takes); whether it came to that.
+    private func sqliteSettled(
+        _ pool: EventLoopGroupConnectionPool<PragmaSQLiteSource>,
+        within limit: Duration?
+    ) async -> Bool {
+        let deadline = limit.map { ContinuousClock.now.advanced(by: $0) }
+        while sqliteInUse.count > 0 || !sqliteConnections.settled {
+            if let deadline, ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        // A release runs on its event loop, after the count: a task behind it on each loop
+        // means every close is queued on the thread pool, which finishes its queue.
+        for loop in pool.eventLoopGroup.makeIterator() {
+            try? await loop.submit {}.get()
+        }
+        return true
     }
 }
 
