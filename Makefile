@@ -63,13 +63,19 @@ SHARED_SKIPS = $(sort IntegrationTests $(subst +,$(space),$(BESIDE_SHARED) $(BES
 # Swift Testing's macros, not from DWARF, and a crash's backtrace still names its functions.
 # In make test on a new clone, `swift build` took 246 s without it against 261 s with it, and
 # `--build-tests` 89 s against 100 s (2 cores, 2026-11-30); line tables only saved a third
-# as much. And one compiler job per module (`-driver-batch-count 1`, where SwiftPM asks for
-# one per core): every job of a module parses all its files, and with dozens of modules
-# compiling side by side the second job of each bought no parallelism, only work. A clean
-# `swift build` took 213 s (207, 219) against 223 s (213, 226, 231), 354 against 376
-# CPU-seconds of compiler (2 cores, 2026-11-30); `--build-tests` 63 s against 64. For a
-# debugger, build with `make test TEST_BUILD_FLAGS=` (or plain `swift build`).
-TEST_BUILD_FLAGS ?= -debug-info-format none -Xswiftc -driver-batch-count -Xswiftc 1
+# as much. And each module compiled as a whole (`-wmo` at -Onone: one compiler job parses and
+# type-checks every file once, and writes the module itself, where SwiftPM's debug default
+# is a job per core plus one that emits the module, each parsing every file again; two LLVM
+# threads, one object per file as SwiftPM and the index store expect). On a new clone, one
+# after the other with nothing else running (2 cores, 2026-12-07): `swift build` 310 s
+# against 365 s with the former `-driver-batch-count 1` (one job per module; SwiftPM's
+# default was slower still), `--build-tests` 93 s against 104 s; an edit in one StoreServer
+# file rebuilt the tests in 12.6 s against 16.1 s. With the module emitted by a job of its
+# own, 332 s. For a debugger, build with `make test TEST_BUILD_FLAGS=` (or plain `swift build`).
+TEST_BUILD_FLAGS ?= -debug-info-format none -Xswiftc -wmo -Xswiftc -num-threads -Xswiftc 2 \
+  -Xswiftc -no-emit-module-separately-wmo -Xswiftc -disable-batch-mode
+# The driver's remark, once per module, that `-wmo` builds are never incremental.
+WMO_REMARKS = 2>&1 | { grep -v '^remark: Incremental compilation has been disabled' || true; }
 TEST_BUNDLE = $$($(SWIFT) build $(TEST_BUILD_FLAGS) --show-bin-path)/ShopfloorPackageTests.xctest
 # `make check`: the quick local loop, suites that need no PostgreSQL, no app or server
 # process, no shaped link and no OCR.
@@ -137,7 +143,7 @@ test: ## build everything once, then run every test suite (make test-run)
 	echo "==> scripts/check-test-mirror.py: the root's copies of the packages' test targets"; \
 	python3 scripts/check-test-mirror.py || stop; \
 	echo "==> swift build $(TEST_BUILD_FLAGS): the apps, every package and the test helpers, one graph"; \
-	$(SWIFT) build $(TEST_BUILD_FLAGS) || stop; \
+	$(SWIFT) build $(TEST_BUILD_FLAGS) $(WMO_REMARKS) || stop; \
 	echo "==> Tests/Rig/run.sh beside the build of the tests (its output after the suites)"; \
 	( status=0; bin="$$($(SWIFT) build $(TEST_BUILD_FLAGS) --show-bin-path)"; \
 	  bash Tests/Rig/run.sh "$$bin" install > .build/rig-install.log 2>&1 & install=$$!; \
@@ -146,7 +152,7 @@ test: ## build everything once, then run every test suite (make test-run)
 	  cat .build/rig-install.log .build/rig-rig.log; echo "$$status" > .build/rig.status ) \
 	  > .build/rig.log 2>&1 & rig=$$!; \
 	echo "==> swift build --build-tests $(TEST_BUILD_FLAGS): every test target, at a lower priority than the rig"; \
-	nice -n 10 $(SWIFT) build --build-tests $(TEST_BUILD_FLAGS) || { wait $$rig; stop; }; \
+	nice -n 10 $(SWIFT) build --build-tests $(TEST_BUILD_FLAGS) $(WMO_REMARKS) || { wait $$rig; stop; }; \
 	wait $$fixtures || echo "warning: the barcode fixture sets were not generated (.build/fixtures.log); ScannerTests will try again" >&2; \
 	wait $$rig
 	@$(MAKE) --no-print-directory test-run RIG_STATUS=.build/rig.status
@@ -199,7 +205,7 @@ test-run: ## the test phase of make test on what is built: the shared process wi
 
 check: ## quick local loop: the build with its tests, then the fast unit suites (CHECK_TESTS: no PostgreSQL, no app or server processes, no shaped links, no OCR)
 	@python3 scripts/check-test-mirror.py
-	$(SWIFT) build --build-tests $(TEST_BUILD_FLAGS)
+	$(SWIFT) build --build-tests $(TEST_BUILD_FLAGS) $(WMO_REMARKS)
 	$(SWIFT) test --skip-build --disable-xctest $(TEST_BUILD_FLAGS) --filter '^($(subst $(space),|,$(CHECK_TESTS)))\.'
 
 test-packages: deps ## each package's tests on its own (`swift test --package-path`), as its users build it
