@@ -21,15 +21,22 @@ struct DatabaseShutdownTests {
         }.count
     }
 
+    /// A new directory for a test's database, and the database's path in it.
+    static func newDirectory() throws -> (directory: URL, path: String) {
+        let directory = try TestDatabases.temporaryDirectory("shutdown")
+        return (directory, directory.appendingPathComponent("store.sqlite").path)
+    }
+
+    /// A pool on the SQLite database at `path`.
+    static func open(_ path: String) throws -> StoreDatabase {
+        try StoreDatabase(location: .sqlite(path: path), logger: TestDatabases.logger)
+    }
+
     @Test("the statement finishes, shutdown waits for it, and no descriptor stays open")
     func statementInFlight() async throws {
-        let directory = try TestDatabases.temporaryDirectory("shutdown")
+        let (directory, path) = try Self.newDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("store.sqlite").path
-        let database = try StoreDatabase(
-            location: .sqlite(path: path),
-            logger: TestDatabases.logger
-        )
+        let database = try Self.open(path)
         _ = try await database.sql.raw("SELECT 1 AS one").first()
         #expect(Self.openDescriptors(to: path) > 0)
         // About a tenth of a second of SQLite's own work on one connection.
@@ -55,14 +62,10 @@ struct DatabaseShutdownTests {
         .timeLimit(.minutes(1))
     )
     func openingAtShutdown() async throws {
-        let directory = try TestDatabases.temporaryDirectory("shutdown")
+        let (directory, path) = try Self.newDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("store.sqlite").path
         for _ in 0..<10 {
-            let database = try StoreDatabase(
-                location: .sqlite(path: path),
-                logger: TestDatabases.logger
-            )
+            let database = try Self.open(path)
             // Statements that make the pool open its connections, and a shutdown among them.
             let statements = (0..<6).map { _ in
                 Task { try? await database.sql.raw("SELECT 1 AS one").first() }
@@ -84,13 +87,9 @@ struct DatabaseShutdownTests {
         .timeLimit(.minutes(1))
     )
     func heldPastTheWait() async throws {
-        let directory = try TestDatabases.temporaryDirectory("shutdown")
+        let (directory, path) = try Self.newDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("store.sqlite").path
-        let database = try StoreDatabase(
-            location: .sqlite(path: path),
-            logger: TestDatabases.logger
-        )
+        let database = try Self.open(path)
         let taken = AsyncStream<Void>.makeStream()
         let release = AsyncStream<Void>.makeStream()
         let holder = Task {
