@@ -74,6 +74,13 @@ SHARED_SKIPS = $(sort IntegrationTests $(subst +,$(space),$(BESIDE_SHARED) $(BES
 # own, 332 s. For a debugger, build with `make test TEST_BUILD_FLAGS=` (or plain `swift build`).
 TEST_BUILD_FLAGS ?= -debug-info-format none -Xswiftc -wmo -Xswiftc -num-threads -Xswiftc 2 \
   -Xswiftc -no-emit-module-separately-wmo -Xswiftc -disable-batch-mode
+# The Swift of those builds: the toolchain's, but for swift-argument-parser compiled without
+# `DEBUG` (scripts/test-swift-frontend.sh says why: a debug app's launch 77 ms against
+# 13.5 ms). make test-run on one built tree, one run after the other: 218 s (380 CPU-s)
+# with it, 188 s (312 CPU-s) without (2 cores, 2026-12-07). test-frontend sets it up.
+TOOLCHAIN_BIN = $(dir $(realpath $(shell command -v $(SWIFT))))
+TEST_FRONTEND = $(CURDIR)/.build/test-toolchain/bin/swift-frontend
+TEST_SWIFT = SWIFT_DRIVER_SWIFT_FRONTEND_EXEC=$(TEST_FRONTEND) $(SWIFT)
 # The driver's remark, once per module, that `-wmo` builds are never incremental.
 WMO_REMARKS = 2>&1 | { grep -v '^remark: Incremental compilation has been disabled' || true; }
 TEST_BUNDLE = $$($(SWIFT) build $(TEST_BUILD_FLAGS) --show-bin-path)/ShopfloorPackageTests.xctest
@@ -90,7 +97,7 @@ export OMP_THREAD_LIMIT ?= 1
 FORMAT_PATHS := Package.swift Apps Sources Tests Fuzz Benchmarks/Package.swift Benchmarks/Benchmarks Benchmarks/Tools \
   $(foreach p,$(PACKAGES),Packages/$(p)/Package.swift Packages/$(p)/Sources Packages/$(p)/Tests)
 
-.PHONY: help deps build test test-run check test-packages stress fuzz demo bench bench-thresholds bench-network format release install uninstall clean
+.PHONY: help deps build test test-frontend test-run check test-packages stress fuzz demo bench bench-thresholds bench-network format release install uninstall clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 15
@@ -129,7 +136,7 @@ FIXTURE_SETS := scripts/fixtures/degraded-barcodes.py scripts/fixtures/rotated-b
 # make deps, with the package graph resolved beside it: resolving clones some thirty
 # packages from SwiftPM's cache (24 s on a new clone), which waits on the disk while the
 # pinned ZXing build (52 s on a new machine) keeps the cores busy.
-test: ## build everything once, then run every test suite (make test-run)
+test: test-frontend ## build everything once, then run every test suite (make test-run)
 	@mkdir -p .build; set -m; rm -f .build/rig.status; \
 	echo "==> swift package resolve, beside make deps (log in .build/resolve.log)"; \
 	$(SWIFT) package resolve > .build/resolve.log 2>&1 & resolve=$$!; \
@@ -143,7 +150,7 @@ test: ## build everything once, then run every test suite (make test-run)
 	echo "==> scripts/check-test-mirror.py: the root's copies of the packages' test targets"; \
 	python3 scripts/check-test-mirror.py || stop; \
 	echo "==> swift build $(TEST_BUILD_FLAGS): the apps, every package and the test helpers, one graph"; \
-	$(SWIFT) build $(TEST_BUILD_FLAGS) $(WMO_REMARKS) || stop; \
+	$(TEST_SWIFT) build $(TEST_BUILD_FLAGS) $(WMO_REMARKS) || stop; \
 	echo "==> Tests/Rig/run.sh beside the build of the tests (its output after the suites)"; \
 	( status=0; bin="$$($(SWIFT) build $(TEST_BUILD_FLAGS) --show-bin-path)"; \
 	  bash Tests/Rig/run.sh "$$bin" install > .build/rig-install.log 2>&1 & install=$$!; \
@@ -152,10 +159,17 @@ test: ## build everything once, then run every test suite (make test-run)
 	  cat .build/rig-install.log .build/rig-rig.log; echo "$$status" > .build/rig.status ) \
 	  > .build/rig.log 2>&1 & rig=$$!; \
 	echo "==> swift build --build-tests $(TEST_BUILD_FLAGS): every test target, at a lower priority than the rig"; \
-	nice -n 10 $(SWIFT) build --build-tests $(TEST_BUILD_FLAGS) $(WMO_REMARKS) || { wait $$rig; stop; }; \
+	nice -n 10 $(TEST_SWIFT) build --build-tests $(TEST_BUILD_FLAGS) $(WMO_REMARKS) || { wait $$rig; stop; }; \
 	wait $$fixtures || echo "warning: the barcode fixture sets were not generated (.build/fixtures.log); ScannerTests will try again" >&2; \
 	wait $$rig
 	@$(MAKE) --no-print-directory test-run RIG_STATUS=.build/rig.status
+
+test-frontend: # the frontend of the tests' builds (TEST_SWIFT), for the toolchain in use now
+	@mkdir -p $(dir $(TEST_FRONTEND))
+	@ln -sfn "$(TOOLCHAIN_BIN)../lib" "$(dir $(TEST_FRONTEND))../lib"
+	@printf '#!/bin/sh\nexec "%s" "%s" "$$@"\n' "$(CURDIR)/scripts/test-swift-frontend.sh" \
+	  "$(TOOLCHAIN_BIN)swift-frontend" > "$(TEST_FRONTEND)"
+	@chmod +x "$(TEST_FRONTEND)"
 
 # RIG_STATUS: a file holding the exit status of a rig run already made, its output beside it
 # in the same name ending .log (make test runs the rig beside its build); without it,
@@ -203,9 +217,9 @@ test-run: ## the test phase of make test on what is built: the shared process wi
 	if (( $${#failed[@]} )); then echo "error: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
 	echo "all test suites passed, the deployment tests too"
 
-check: ## quick local loop: the build with its tests, then the fast unit suites (CHECK_TESTS: no PostgreSQL, no app or server processes, no shaped links, no OCR)
+check: test-frontend ## quick local loop: the build with its tests, then the fast unit suites (CHECK_TESTS: no PostgreSQL, no app or server processes, no shaped links, no OCR)
 	@python3 scripts/check-test-mirror.py
-	$(SWIFT) build --build-tests $(TEST_BUILD_FLAGS) $(WMO_REMARKS)
+	$(TEST_SWIFT) build --build-tests $(TEST_BUILD_FLAGS) $(WMO_REMARKS)
 	$(SWIFT) test --skip-build --disable-xctest $(TEST_BUILD_FLAGS) --filter '^($(subst $(space),|,$(CHECK_TESTS)))\.'
 
 test-packages: deps ## each package's tests on its own (`swift test --package-path`), as its users build it
