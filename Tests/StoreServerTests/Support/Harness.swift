@@ -122,15 +122,6 @@ actor SeedingGate {
 }
 
 extension PostgresCluster {
-    /// A new database copied from `template`.
-    func makeDatabase(template: String) async throws -> String {
-        let url = try await makeDatabase()
-        let name = String(url.split(separator: "/").last!)
-        try await psql("DROP DATABASE \(name)")
-        try await psql("CREATE DATABASE \(name) TEMPLATE \(template)")
-        return url
-    }
-
     /// The first column of the first row of `query`, run on `database`, as text.
     func value(_ query: String, in database: String) async throws -> String {
         let outcome = try await ChildProcess.run(
