@@ -80,7 +80,7 @@ TEST_BUILD_FLAGS ?= -debug-info-format none -Xswiftc -wmo -Xswiftc -num-threads 
 # with it, 188 s (312 CPU-s) without (2 cores, 2026-12-07). test-frontend sets it up.
 TOOLCHAIN_BIN = $(dir $(realpath $(shell command -v $(SWIFT))))
 TEST_FRONTEND = $(CURDIR)/.build/test-toolchain/bin/swift-frontend
-TEST_SWIFT = SWIFT_DRIVER_SWIFT_FRONTEND_EXEC=$(TEST_FRONTEND) $(SWIFT)
+TEST_SWIFT = env SWIFT_DRIVER_SWIFT_FRONTEND_EXEC=$(TEST_FRONTEND) $(SWIFT)
 # The driver's remark, once per module, that `-wmo` builds are never incremental.
 WMO_REMARKS = 2>&1 | { grep -v '^remark: Incremental compilation has been disabled' || true; }
 TEST_BUNDLE = $$($(SWIFT) build $(TEST_BUILD_FLAGS) --show-bin-path)/ShopfloorPackageTests.xctest
