@@ -32,7 +32,8 @@ esac
 # A file that defines or undefines a macro before its first include (crypto/bio/file.cc's
 # `_FILE_OFFSET_BITS`, the `_GNU_SOURCE` of others) would see headers the precompiled ones
 # did not: it is compiled as it is.
-if [[ ! -r $source_file ]] || ! awk '/^[ \t]*#[ \t]*include/ { exit 0 } /^[ \t]*#[ \t]*(define|undef)/ { exit 1 }' "$source_file"; then
+defines_first='/^[ \t]*#[ \t]*include/ { exit 0 } /^[ \t]*#[ \t]*(define|undef)/ { exit 1 }'
+if [[ ! -r $source_file ]] || ! awk "$defines_first" "$source_file"; then
   exec "$clang" "$@"
 fi
 # The target's own arguments, without the file's: they decide the header's key, so each
