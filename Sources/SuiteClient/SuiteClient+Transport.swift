@@ -196,7 +196,8 @@ extension SuiteClient {
             if error.status == 429 {
                 SuiteClientError(
                     .rateLimited,
-                    "too many failed sign-ins; try again "
+                    // Failures or attempts at once: the server counts both (docs/API.md).
+                    "too many sign-in attempts; try again "
                         + (error.retryAfter.map { "in \(Self.describeWait($0))" } ?? "later"),
                     status: 429,
                     cause: error

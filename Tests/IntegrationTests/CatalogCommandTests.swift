@@ -90,9 +90,10 @@ let unknownGTIN: String = {
 /// One test at a time: several sign in to the shared server, whose sign-in limiter counts
 /// failures by user name and by address (every test's is 127.0.0.1). Run side by side
 /// (tried 2026-11-29), their sign-ins met it beside other suites' wrong-password tests:
-/// "too many failed sign-ins; try again in 1 second", then exit 77 from a station left
-/// signed out. Sign-ins there also hold a `SharedServer.signingIn` permit, since the
-/// reservations suites sign in as demo beside this one.
+/// "too many failed sign-ins; try again in 1 second" (as the client then worded every 429 at
+/// sign-in), then exit 77 from a station left signed out. Sign-ins there also hold a
+/// `SharedServer.signingIn` permit, since the reservations suites sign in as demo beside
+/// this one.
 @Suite("catalog against a real store-server", .serialized)
 struct CatalogCommandTests {
     @Test("--help lists every command and the exit codes, and loads no barcode library")

@@ -661,6 +661,24 @@ struct AuthErrorMappingTests {
         #expect(error.description.contains(names), "\(error.description)")
         #expect(auth != .signInRequired || error.description.contains("catalog login"))
     }
+
+    @Test(
+        "A 429 from the token endpoint says to wait as long as the server asked, without blaming failures"
+    )
+    func signInLimited() {
+        // The server answers 429 both after failed sign-ins and to a third sign-in of one user
+        // at once; a person who typed nothing wrong must not read that they did.
+        var limited = AuthError(.invalidResponse, "the token endpoint answered 429", status: 429)
+        limited.retryAfter = .seconds(1)
+        let error = SuiteClient.map(limited, app: "reservations")
+        #expect(error.code == .rateLimited)
+        #expect(error.exitCode == 1)
+        #expect(error.description.contains("too many sign-in attempts; try again in 1 second"))
+        #expect(!error.description.contains("failed"), "\(error.description)")
+        limited.retryAfter = nil
+        let unsaid = SuiteClient.map(limited, app: "reservations")
+        #expect(unsaid.description.contains("try again later"), "\(unsaid.description)")
+    }
 }
 
 /// Credentials as a sign-in would store them (the server never sees them in these tests).

@@ -400,7 +400,8 @@ public enum ProblemType {
     public static let featureDisabled = base + "feature-disabled"
     /// 413: the body is over the limit.
     public static let payloadTooLarge = base + "payload-too-large"
-    /// 429: too many failed sign-ins; see the `Retry-After` header.
+    /// 429: too many failed sign-ins, or too many requests or sign-ins at once from one client
+    /// address or user; see the `Retry-After` header.
     public static let rateLimited = base + "rate-limited"
     /// 426: reserved: the client is below the minimum version.
     public static let updateRequired = base + "update-required"
