@@ -1,6 +1,7 @@
 import ChildProcesses
 import Foundation
 import Models
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -195,42 +196,49 @@ enum SharedServer {
             return try await body()
         }
         await signIns.take()
-        do {
-            let result = try await body()
-            await signIns.give()
-            return result
-        } catch {
-            await signIns.give()
-            throw error
-        }
+        defer { signIns.give() }
+        return try await body()
     }
 
     private static let signIns = Permits(2)
 }
 
-/// A count of permits that tasks wait for in turn.
-actor Permits {
-    private var free: Int
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+/// A count of permits that tasks wait for in turn (StoreServer's `WriteGate` is the same with
+/// one permit, inside the server).
+final class Permits: Sendable {
+    private struct State {
+        var free: Int
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state: Mutex<State>
 
-    init(_ count: Int) { free = count }
+    init(_ count: Int) { state = Mutex(State(free: count)) }
 
     /// Takes a permit, waiting for one to be given back when none is free.
     func take() async {
-        if free > 0 {
-            free -= 1
-            return
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let taken = state.withLock { state in
+                guard state.free > 0 else {
+                    state.waiting.append(continuation)
+                    return false
+                }
+                state.free -= 1
+                return true
+            }
+            if taken { continuation.resume() }
         }
-        await withCheckedContinuation { waiting.append($0) }
     }
 
     /// Gives a permit back, to the longest waiting task if there is one.
     func give() {
-        if waiting.isEmpty {
-            free += 1
-        } else {
-            waiting.removeFirst().resume()
+        let next: CheckedContinuation<Void, Never>? = state.withLock { state in
+            guard !state.waiting.isEmpty else {
+                state.free += 1
+                return nil
+            }
+            return state.waiting.removeFirst()
         }
+        next?.resume()
     }
 }
 
