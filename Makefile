@@ -86,6 +86,10 @@ TOOLCHAIN_BIN = $(dir $(realpath $(shell command -v $(SWIFT))))
 TEST_FRONTEND = $(CURDIR)/.build/test-toolchain/bin/swift-frontend
 TEST_CC = $(CURDIR)/.build/test-toolchain/bin/clang
 TEST_SWIFT = env SWIFT_DRIVER_SWIFT_FRONTEND_EXEC=$(TEST_FRONTEND) CC=$(TEST_CC) $(SWIFT)
+# Every SwiftPM command of make test and make check goes through TEST_SWIFT, the package
+# resolution and `swift test` too: SwiftPM keys its cache of compiled manifests by the whole
+# environment, so a resolve without these two variables left the build to compile the graph's
+# manifests again (12.7 CPU-s, about 8 s at the build's start on 2 cores, 2026-12-07).
 # The driver's remark, once per module, that `-wmo` builds are never incremental.
 WMO_REMARKS = 2>&1 | { grep -v '^remark: Incremental compilation has been disabled' || true; }
 TEST_BUNDLE = $$($(SWIFT) build $(TEST_BUILD_FLAGS) --show-bin-path)/ShopfloorPackageTests.xctest
@@ -144,7 +148,7 @@ FIXTURE_SETS := scripts/fixtures/degraded-barcodes.py scripts/fixtures/rotated-b
 test: test-frontend ## build everything once, then run every test suite (make test-run)
 	@mkdir -p .build; set -m; rm -f .build/rig.status; \
 	echo "==> swift package resolve, beside make deps (log in .build/resolve.log)"; \
-	$(SWIFT) package resolve > .build/resolve.log 2>&1 & resolve=$$!; \
+	$(TEST_SWIFT) package resolve > .build/resolve.log 2>&1 & resolve=$$!; \
 	scripts/deps.sh apt || { wait $$resolve; exit 1; }; \
 	echo "==> the barcode fixture sets, at a lower priority from here on (once per machine; log in .build/fixtures.log)"; \
 	( for set in $(FIXTURE_SETS); do nice -n 10 python3 "$$set" || exit 1; done ) \
@@ -227,7 +231,7 @@ test-run: ## the test phase of make test on what is built: the shared process wi
 check: test-frontend ## quick local loop: the build with its tests, then the fast unit suites (CHECK_TESTS: no PostgreSQL, no app or server processes, no shaped links, no OCR)
 	@python3 scripts/check-test-mirror.py
 	$(TEST_SWIFT) build --build-tests $(TEST_BUILD_FLAGS) $(WMO_REMARKS)
-	$(SWIFT) test --skip-build --disable-xctest $(TEST_BUILD_FLAGS) --filter '^($(subst $(space),|,$(CHECK_TESTS)))\.'
+	$(TEST_SWIFT) test --skip-build --disable-xctest $(TEST_BUILD_FLAGS) --filter '^($(subst $(space),|,$(CHECK_TESTS)))\.'
 
 test-packages: deps ## each package's tests on its own (`swift test --package-path`), as its users build it
 	@failed=(); \
