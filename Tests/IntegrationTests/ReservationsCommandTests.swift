@@ -176,7 +176,9 @@ enum SharedServer {
 
     static func get() async throws -> StoreServerProcess {
         do {
-            return try await server.value
+            let shared = try await server.value
+            started.withLock { $0 = shared }
+            return shared
         } catch {
             Issue.record("store-server could not be started (see \(directory.path)): \(error)")
             throw error
@@ -192,15 +194,17 @@ enum SharedServer {
         to server: StoreServerProcess,
         _ body: () async throws -> T
     ) async throws -> T {
-        guard let shared = try? await self.server.value, shared === server else {
-            return try await body()
-        }
+        // Compared with the server `get()` handed out: awaiting `server` here would start
+        // the shared server for a test that only signs in to one of its own.
+        guard started.withLock({ $0 }) === server else { return try await body() }
         await signIns.take()
         defer { signIns.give() }
         return try await body()
     }
 
     private static let signIns = Permits(2)
+    /// The shared server, once `get()` has started it.
+    private static let started = Mutex<StoreServerProcess?>(nil)
 }
 
 /// A count of permits that tasks wait for in turn (StoreServer's `WriteGate` is the same with
