@@ -79,8 +79,8 @@ TEST_BUILD_FLAGS ?= -debug-info-format none -Xswiftc -wmo -Xswiftc -num-threads 
 # 13.5 ms). make test-run on one built tree, one run after the other: 218 s (380 CPU-s)
 # with it, 188 s (312 CPU-s) without (2 cores, 2026-12-07). test-frontend sets it up.
 # And its C and C++ compiler: the toolchain's clang, but for the two BoringSSL copies' C++
-# files compiled with a precompiled header of libstdc++'s and BoringSSL's headers, its
-# templates instantiated once (scripts/test-cc.sh says why and how the objects were
+# files compiled with a precompiled header of libstdc++'s and BoringSSL's public headers,
+# its templates instantiated once (scripts/test-cc.sh says why and how the objects were
 # compared): those copies took 316 of the build's 855 CPU-seconds, 113 with it (2 cores,
 # 2026-12-07).
 TOOLCHAIN_BIN = $(dir $(realpath $(shell command -v $(SWIFT))))

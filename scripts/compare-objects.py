@@ -72,6 +72,7 @@ def relocations(path):
 
 
 def unwind_sizes(path):
+    """The total sizes of the unwind tables and of the exception tables."""
     sizes = collections.Counter()
     for line in run("readelf", "-S", "-W", path).split("\n"):
         if match := re.search(r"\]\s+(\.gcc_except_table\S*|\.eh_frame)\s+\S+\s+\S+\s+\S+\s+(\S+)", line):

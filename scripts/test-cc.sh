@@ -28,9 +28,9 @@
 # that cannot throw), and in a second header on top of this one, their templates left to
 # each file, the code was the same but the saving 7 to 14 CPU-seconds, with every internal
 # header's `__FILE__` spelled from the header, not from the file.
-# Every other file is compiled as it is. SwiftPM takes the compiler from CC (and, given a
-# compiler of its own, writes no index store for C, which only Swift's test discovery
-# reads); a plain `swift build` uses the toolchain's clang as it is.
+# Files outside the two copies are compiled as they are. SwiftPM takes the compiler from CC
+# (and, given a compiler of its own, writes no index store for C, which only Swift's test
+# discovery reads); a plain `swift build` uses the toolchain's clang as it is.
 # The Makefile's test-frontend target writes .build/test-toolchain/bin/clang, which calls
 # this.
 set -euo pipefail
