@@ -25,7 +25,13 @@ extension RegionSearch {
         // The working image: the region, with bars at an angle turned upright so that rows
         // cross them (rows also cross bars tilted up to about 20°: those stay as they are).
         var work = crop
-        if candidate.isLinear, abs(candidate.angle) > 20 {
+        if candidate.isLinear, abs(abs(candidate.angle) - 90) <= 3 {
+            // Bars within a few degrees of the image's rows: a quarter turn, pixel for pixel,
+            // so that a symbol turned by a quarter reads as it does upright.
+            let (turned, back) = GreyOps.quarterTurned(crop)
+            work = turned
+            toGrey = toGrey.after(back)
+        } else if candidate.isLinear, abs(candidate.angle) > 20 {
             let (rotated, back) = GreyOps.rotatedSharp(crop, degrees: -candidate.angle)
             work = rotated
             toGrey = toGrey.after(back)
@@ -314,9 +320,15 @@ extension RegionSearch {
                 // The image's whole width along the region's rows: blurred fine modules make
                 // flat grey that splits one symbol's texture into regions, each holding part.
                 // Only for bars that need no turn (a turned crop's filled corners make edges
-                // of their own).
-                guard candidate.isLinear, abs(candidate.angle) <= 20, upright() == nil,
-                    let wide = Self.rowBand(grey, y: area.y, height: area.height)
+                // of their own) or a quarter turn, as `work` has it: then the image's whole
+                // height along the region's columns, turned pixel for pixel. (Bars 10° off
+                // the rows, turned a quarter, read in the crop turned by their angle but not
+                // along the band.)
+                guard candidate.isLinear, upright() == nil,
+                    let wide = abs(candidate.angle) <= 20
+                        ? Self.rowBand(grey, y: area.y, height: area.height)
+                        : abs(abs(candidate.angle) - 90) <= 3
+                            ? Self.columnBand(grey, x: area.x, width: area.width) : nil
                 else {
                     source = upright() ?? (work, toGrey)
                     break

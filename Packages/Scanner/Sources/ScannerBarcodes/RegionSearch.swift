@@ -471,6 +471,20 @@ struct RegionSearch {
         return (band, PointTransform.translation(0, Double(max(0, y))))
     }
 
+    /// Columns `x..<x + width` of `grey` across its whole height (clipped to the image),
+    /// turned a quarter (``GreyOps/quarterTurned(_:)``) so that its rows cross bars lying
+    /// along the image's rows, with the transform back to `grey`; nil when none of them lies
+    /// in it.
+    static func columnBand(_ grey: ImageBuffer, x: Int, width: Int)
+        -> (ImageBuffer, PointTransform)?
+    {
+        guard
+            let band = grey.cropped(to: PixelRect(x: x, y: 0, width: width, height: grey.height))
+        else { return nil }
+        let (turned, back) = GreyOps.quarterTurned(band)
+        return (turned, PointTransform.translation(Double(max(0, x)), 0).after(back))
+    }
+
     /// A decoded symbol's box grown over its quiet zone, and for 1D symbols (whose points
     /// may be a single scan line) over the height of its bars and printed digits.
     static func widened(_ code: Barcode) -> PixelRect {

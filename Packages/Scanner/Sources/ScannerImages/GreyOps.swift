@@ -266,6 +266,29 @@ package enum GreyOps {
         return packed(width: w, height: h, out)
     }
 
+    /// Turned a quarter clockwise on screen, pixel for pixel: nothing is resampled, so what
+    /// reads in `g` reads the same turned (a turn by 89.5° through ``rotatedSharp(_:degrees:scale:)``
+    /// softens every edge and takes a pixel more each way). With the transform back to `g`.
+    package static func quarterTurned(_ g: ImageBuffer) -> (ImageBuffer, PointTransform) {
+        let (w, h) = (g.width, g.height)
+        var out = [UInt8](repeating: 255, count: w * h)
+        out.withUnsafeMutableBufferPointer { o in
+            g.pixels.withUnsafeBufferPointer { p in
+                for y in 0..<h {
+                    let row = y * g.stride
+                    let column = h - 1 - y
+                    for x in 0..<w { o[x * h + column] = p[row + x] }
+                }
+            }
+        }
+        // The pixel at (x', y') comes from (y', h - 1 - x'); points are measured from pixel
+        // corners, as ``Rotation/back`` measures them.
+        return (
+            packed(width: h, height: w, out),
+            PointTransform(a: 0, b: 1, c: -1, d: 0, tx: 0, ty: Double(h))
+        )
+    }
+
     /// Rotated by `degrees` around the centre on a white canvas large enough to hold it.
     package static func rotated(_ g: ImageBuffer, degrees: Double) -> (ImageBuffer, PointTransform)
     {

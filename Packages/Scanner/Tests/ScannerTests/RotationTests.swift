@@ -29,6 +29,9 @@ struct RotationTests {
         arguments: [
             "ean13-1/37.webp", "datamatrix-1/mod-size-1.png", "datamatrix-1/#378.png",
             "code128-1/1.png", "pdf417-1/01.png", "upca-1/2.webp", "qrcode-1/1.webp",
+            // Read by the module fit only; at 90° and 270° only since its bars, lying, are
+            // turned a quarter pixel for pixel (``GreyOps/quarterTurned(_:)``).
+            "ean13-1/36.webp",
         ],
         [90.0, 180, 270]
     )
@@ -208,6 +211,52 @@ struct RotationTests {
         let r = degrees * .pi / 180
         let expectedWidth = (Double(width) * abs(cos(r)) + Double(height) * abs(sin(r))) * scale
         #expect(abs(Double(turned.width) - expectedWidth) <= scale + 1)
+    }
+
+    @Test("A quarter turn moves every pixel unchanged and maps each back to where it came from")
+    func quarterTurn() throws {
+        // Noise, and a stride wider than the rows, so that any shift, transposition or read
+        // past a row's end shows.
+        let (width, height, stride) = (7, 4, 9)
+        var state: UInt64 = 11
+        let pixels = (0..<(stride * height)).map { _ -> UInt8 in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+        let image = try ImageBuffer(
+            width: width,
+            height: height,
+            format: .grey,
+            stride: stride,
+            pixels: pixels
+        )
+        let (turned, back) = GreyOps.quarterTurned(image)
+        #expect(turned.width == height && turned.height == width)
+        for y in 0..<turned.height {
+            for x in 0..<turned.width {
+                // The pixel's centre, mapped back, is the centre of the pixel it came from.
+                let (sx, sy) = back.apply(x: Double(x) + 0.5, y: Double(y) + 0.5)
+                let source = (x: Int(sx.rounded(.down)), y: Int(sy.rounded(.down)))
+                #expect(sx - Double(source.x) == 0.5 && sy - Double(source.y) == 0.5)
+                #expect(
+                    turned.pixels[y * turned.stride + x]
+                        == image.pixels[source.y * stride + source.x],
+                    "(\(x), \(y)) from \(source)"
+                )
+            }
+        }
+        // Clockwise on screen: the source's bottom-left corner is the top-left.
+        #expect(turned.pixels[0] == image.pixels[(height - 1) * stride])
+        // Four turns give the source's pixels back.
+        var four = image
+        for _ in 0..<4 { four = GreyOps.quarterTurned(four).0 }
+        #expect(four.width == width && four.height == height)
+        for y in 0..<height {
+            #expect(
+                Array(four.pixels[(y * four.stride)..<(y * four.stride + width)])
+                    == Array(pixels[(y * stride)..<(y * stride + width)])
+            )
+        }
     }
 
     @Test(
