@@ -9,7 +9,14 @@ SWIFT ?= swift
 # libraries: `reservations show` on loopback is about 40 % less CPU than with the shared
 # runtime (README, "Launch time"). `make build`, `make release`, `make demo` and `make bench`
 # all use it, so they share one build and measure what users run.
-RELEASE := -c release --static-swift-stdlib
+# Every module also reaches the metadata of the generic types it names through accessors, not
+# by mangled name: a mangled name is resolved at first use by checking the type's generic
+# requirements, and each conformance not yet seen scans all ~7,000 conformance records of the
+# static binary (a `KeyedDecodingContainer` per Codable type, ArgumentParser's sets and
+# dictionaries). `reservations show` on loopback: 19.8 -> 15.7 ms CPU, 22.8 -> 17.6 ms
+# (perf stat -r 60, 2 cores, 2026-12-07; Benchmarks/README.md, "Launch time").
+RELEASE := -c release --static-swift-stdlib \
+  -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors
 BIN_PATH = $$($(SWIFT) build $(RELEASE) --show-bin-path)
 # The capability packages under Packages/. The root package owns their test targets too
 # (same names and directories), so `make test` builds one graph: each dependency once.
