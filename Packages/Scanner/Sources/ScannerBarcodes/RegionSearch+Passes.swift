@@ -25,9 +25,9 @@ extension RegionSearch {
         // The working image: the region, with bars at an angle turned upright so that rows
         // cross them (rows also cross bars tilted up to about 20°: those stay as they are).
         var work = crop
-        if candidate.isLinear, abs(abs(candidate.angle) - 90) <= 3 {
-            // Bars within a few degrees of the image's rows: a quarter turn, pixel for pixel,
-            // so that a symbol turned by a quarter reads as it does upright.
+        if candidate.barsLieAlongRows {
+            // A quarter turn, pixel for pixel, so that a symbol turned by a quarter reads as
+            // it does upright.
             let (turned, back) = GreyOps.quarterTurned(crop)
             work = turned
             toGrey = toGrey.after(back)
@@ -327,7 +327,7 @@ extension RegionSearch {
                 guard candidate.isLinear, upright() == nil,
                     let wide = abs(candidate.angle) <= 20
                         ? Self.rowBand(grey, y: area.y, height: area.height)
-                        : abs(abs(candidate.angle) - 90) <= 3
+                        : candidate.barsLieAlongRows
                             ? Self.columnBand(grey, x: area.x, width: area.width) : nil
                 else {
                     source = upright() ?? (work, toGrey)

@@ -309,6 +309,10 @@ struct RegionSearch {
             }
         }
 
+        /// Bars within 3° of the image's rows: turned a quarter pixel for pixel
+        /// (``GreyOps/quarterTurned(_:)``), not resampled by their angle.
+        var barsLieAlongRows: Bool { isLinear && abs(abs(angle) - 90) <= 3 }
+
         /// The box with room for quiet zones, clipped to the image. Bars get more room
         /// across them: glare or blur can hide the outer bars from the texture measure.
         func searchRect(in g: ImageBuffer) -> PixelRect {

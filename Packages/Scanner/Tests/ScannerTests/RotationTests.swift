@@ -213,16 +213,22 @@ struct RotationTests {
         #expect(abs(Double(turned.width) - expectedWidth) <= scale + 1)
     }
 
+    /// `count` grey levels from a seeded linear congruential generator: noise, so that any
+    /// shift or wrong turn of an image shows in its pixels.
+    static func noise(count: Int, seed: UInt64) -> [UInt8] {
+        var state = seed
+        return (0..<count).map { _ in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+    }
+
     @Test("A quarter turn moves every pixel unchanged and maps each back to where it came from")
     func quarterTurn() throws {
         // Noise, and a stride wider than the rows, so that any shift, transposition or read
         // past a row's end shows.
         let (width, height, stride) = (7, 4, 9)
-        var state: UInt64 = 11
-        let pixels = (0..<(stride * height)).map { _ -> UInt8 in
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return UInt8(truncatingIfNeeded: state >> 56)
-        }
+        let pixels = Self.noise(count: stride * height, seed: 11)
         let image = try ImageBuffer(
             width: width,
             height: height,
@@ -266,11 +272,7 @@ struct RotationTests {
     func orientedRectangle(degrees: Double, scale: Double) throws {
         // Noise, so that any shift or wrong turn shows in the pixels.
         let (width, height) = (61, 43)
-        var state: UInt64 = 7
-        let pixels = (0..<(width * height)).map { _ -> UInt8 in
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return UInt8(truncatingIfNeeded: state >> 56)
-        }
+        let pixels = Self.noise(count: width * height, seed: 7)
         let image = try ImageBuffer(width: width, height: height, format: .grey, pixels: pixels)
         // Centred on the image's centre with the canvas's size: the same pixels as turning
         // the whole image by the opposite angle.
