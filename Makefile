@@ -78,13 +78,20 @@ SHARED_SKIPS = $(sort IntegrationTests $(subst +,$(space),$(BESIDE_SHARED) $(BES
 # against 365 s with the former `-driver-batch-count 1` (one job per module; SwiftPM's
 # default was slower still), `--build-tests` 93 s against 104 s; an edit in one StoreServer
 # file rebuilt the tests in 12.6 s against 16.1 s. With the module emitted by a job of its
-# own, 332 s. For a debugger, build with `make test TEST_BUILD_FLAGS=` (or plain `swift build`).
+# own, 332 s. And generic metadata reached through accessors, as in the release build
+# (RELEASE says why): each process the suites start, the apps' some 1,300 and the test
+# processes', otherwise resolves mangled names and scans the conformance records of a debug
+# binary at each first use. On one tree, one build after the other (2 cores, 2026-12-08):
+# make test-run 181 -> 157 s (346 -> 300 CPU-s), and the two builds no slower (355 -> 312 s).
+# For a debugger, build with `make test TEST_BUILD_FLAGS=` (or plain `swift build`).
 TEST_BUILD_FLAGS ?= -debug-info-format none -Xswiftc -wmo -Xswiftc -num-threads -Xswiftc 2 \
-  -Xswiftc -no-emit-module-separately-wmo -Xswiftc -disable-batch-mode
+  -Xswiftc -no-emit-module-separately-wmo -Xswiftc -disable-batch-mode \
+  -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors
 # The Swift of those builds: the toolchain's, but for swift-argument-parser compiled without
 # `DEBUG` (scripts/test-swift-frontend.sh says why: a debug app's launch 77 ms against
-# 13.5 ms). make test-run on one built tree, one run after the other: 218 s (380 CPU-s)
-# with it, 188 s (312 CPU-s) without (2 cores, 2026-12-07). test-frontend sets it up.
+# 13.5 ms; make test-run on one built tree 218 s (380 CPU-s) with it, 188 s (312 CPU-s)
+# without, 2 cores, 2026-12-07) and SwiftNIO's event-loop core compiled with `-O`, its
+# assertions kept (the script says why and which modules). test-frontend sets it up.
 # And its C and C++ compiler: the toolchain's clang, but for the two BoringSSL copies' C++
 # files compiled with a precompiled header of libstdc++'s and BoringSSL's public headers,
 # its templates instantiated once (scripts/test-cc.sh says why and how the objects were
