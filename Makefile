@@ -90,8 +90,8 @@ TEST_BUILD_FLAGS ?= -debug-info-format none -Xswiftc -wmo -Xswiftc -num-threads 
 # The Swift of those builds: the toolchain's, but for swift-argument-parser compiled without
 # `DEBUG` (scripts/test-swift-frontend.sh says why: a debug app's launch 77 ms against
 # 13.5 ms; make test-run on one built tree 218 s (380 CPU-s) with it, 188 s (312 CPU-s)
-# without, 2 cores, 2026-12-07) and SwiftNIO's event-loop core compiled with `-O`, its
-# assertions kept (the script says why and which modules). test-frontend sets it up.
+# without, 2 cores, 2026-12-07) and SwiftNIO's event-loop core compiled with `-O` (the
+# script says why and which modules). test-frontend sets it up.
 # And its C and C++ compiler: the toolchain's clang, but for the two BoringSSL copies' C++
 # files compiled with a precompiled header of libstdc++'s and BoringSSL's public headers,
 # its templates instantiated once (scripts/test-cc.sh says why and how the objects were
