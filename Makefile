@@ -15,8 +15,8 @@ SWIFT ?= swift
 # static binary (a `KeyedDecodingContainer` per Codable type, ArgumentParser's sets and
 # dictionaries). `reservations show` on loopback: 19.8 -> 15.7 ms CPU, 22.8 -> 17.6 ms
 # (perf stat -r 60, 2 cores, 2026-12-07; Benchmarks/README.md, "Launch time").
-RELEASE := -c release --static-swift-stdlib \
-  -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors
+METADATA_ACCESSORS := -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors
+RELEASE := -c release --static-swift-stdlib $(METADATA_ACCESSORS)
 BIN_PATH = $$($(SWIFT) build $(RELEASE) --show-bin-path)
 # The capability packages under Packages/. The root package owns their test targets too
 # (same names and directories), so `make test` builds one graph: each dependency once.
@@ -85,8 +85,7 @@ SHARED_SKIPS = $(sort IntegrationTests $(subst +,$(space),$(BESIDE_SHARED) $(BES
 # make test-run 181 -> 157 s (346 -> 300 CPU-s), and the two builds no slower (355 -> 312 s).
 # For a debugger, build with `make test TEST_BUILD_FLAGS=` (or plain `swift build`).
 TEST_BUILD_FLAGS ?= -debug-info-format none -Xswiftc -wmo -Xswiftc -num-threads -Xswiftc 2 \
-  -Xswiftc -no-emit-module-separately-wmo -Xswiftc -disable-batch-mode \
-  -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors
+  -Xswiftc -no-emit-module-separately-wmo -Xswiftc -disable-batch-mode $(METADATA_ACCESSORS)
 # The Swift of those builds: the toolchain's, but for swift-argument-parser compiled without
 # `DEBUG` (scripts/test-swift-frontend.sh says why: a debug app's launch 77 ms against
 # 13.5 ms; make test-run on one built tree 218 s (380 CPU-s) with it, 188 s (312 CPU-s)
